@@ -1,0 +1,164 @@
+"""The capture: everything one inspection saw, as plain JSON-able data.
+
+A capture is the input of the diagnosis and is saved inside every JSON
+report under "capture", so `stalldiag report` can re-diagnose it offline.
+Layout (schema_version 1):
+
+  host, request, window              where, what was asked, the sampling window
+  processes[]                        one per (pid, start_time) seen
+    threads[].samples                [t, state, syscall|"running", detail index, wchan]
+    threads[].stack_samples          [[stack index, run length], ...] in time order
+    details[]                        what blocked syscalls waited on (fd, path, child)
+    python                           {"stacks": bool, "reason": why not}
+  frames[]                           [function, file, line]
+  stacks[]                           [frame index, ...] leaf first
+  gpu                                NVML devices, samples, per-process memory
+  limitations[]                      what could not be observed, and why
+"""
+import json
+import os
+
+from .errors import CaptureError
+
+SCHEMA_VERSION = 1
+
+
+def build(tool_version, host, request, window, records, profiles, frames, stack_failure,
+          gpu, skipped_children, limitations):
+    stack_table = []
+    stack_index = {}
+    processes = []
+    latest_record_of_pid = {}
+    for key, record in sorted(records.items(), key=lambda kv: kv[1].first_seen):
+        latest_record_of_pid[record.pid] = key
+    seen_pids = {pid for (pid, _tid) in profiles}
+    limitations = list(limitations)
+    for key, record in sorted(records.items(), key=lambda kv: kv[1].first_seen):
+        proc = record.to_dict()
+        by_tid = {t["tid"]: t for t in proc["threads"]}
+        if latest_record_of_pid[record.pid] == key:
+            for (pid, tid), profile in profiles.items():
+                if pid != record.pid:
+                    continue
+                thread = by_tid.get(tid)
+                if thread is None:
+                    thread = {"tid": tid, "name": profile["name"], "samples": [], "cpu_seconds": None,
+                              "first_seen": None, "last_seen": None}
+                    proc["threads"].append(thread)
+                    by_tid[tid] = thread
+                thread["python_name"] = profile["name"]
+                thread["stack_samples"] = _run_length(
+                    [_intern(stack_table, stack_index, s) for s in profile["stacks"]])
+        proc["python"] = _python_status(record, record.pid in seen_pids, stack_failure)
+        processes.append(proc)
+    if stack_failure and stack_failure[0] == "permission":
+        limitations.append("py-spy was denied access: no Python stacks (%s). Run as root, grant "
+                           "CAP_SYS_PTRACE, or lower kernel.yama.ptrace_scope" % stack_failure[1])
+    elif stack_failure and stack_failure[0] == "error" and not seen_pids:
+        limitations.append("py-spy failed: %s" % stack_failure[1])
+    for proc in processes:
+        if proc["denied"]:
+            limitations.append("pid %d: permission denied reading %s" % (proc["pid"], ", ".join(proc["denied"])))
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "stalldiag", "version": tool_version},
+        "host": host,
+        "request": request,
+        "window": window,
+        "processes": processes,
+        "frames": frames,
+        "stacks": stack_table,
+        "gpu": gpu,
+        "skipped_children": skipped_children,
+        "limitations": limitations,
+    }
+
+
+def _intern(table, index, stack):
+    key = tuple(stack)
+    if key not in index:
+        index[key] = len(table)
+        table.append(list(stack))
+    return index[key]
+
+
+def _run_length(ids):
+    runs = []
+    for sid in ids:
+        if runs and runs[-1][0] == sid:
+            runs[-1][1] += 1
+        else:
+            runs.append([sid, 1])
+    return runs
+
+
+def _python_status(record, has_stacks, stack_failure):
+    if has_stacks:
+        return {"stacks": True, "reason": None}
+    looks_python = looks_like_python(record.pid, record.static.get("exe"))
+    if looks_python is False:
+        return {"stacks": False, "reason": "not a Python process"}
+    if stack_failure:
+        return {"stacks": False, "reason": "py-spy: %s" % (stack_failure[1] or stack_failure[0])}
+    if record.exited_at is not None and record.exited_at - record.first_seen < 1.0:
+        return {"stacks": False, "reason": "exited before py-spy could sample it"}
+    return {"stacks": False, "reason": "no Python stacks sampled"}
+
+
+def looks_like_python(pid, exe):
+    """True/False from the executable and its mapped libraries; None if unknown."""
+    if exe and os.path.basename(exe).startswith("python"):
+        return True
+    try:
+        with open("/proc/%d/maps" % pid) as f:
+            for line in f:
+                if "libpython" in line:
+                    return True
+    except OSError:
+        return None if not exe else False
+    return False
+
+
+# --- saving and loading --------------------------------------------------------
+
+def load_report(path):
+    """Read a saved JSON report (or a bare capture); return the capture, or raise CaptureError."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise CaptureError("%s: no such file" % path)
+    except OSError as exc:
+        raise CaptureError("%s: cannot read: %s" % (path, exc.strerror or exc))
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise CaptureError("%s: not a stalldiag report (not UTF-8 text)" % path)
+    except ValueError as exc:
+        raise CaptureError("%s: not a stalldiag report (invalid or truncated JSON: %s)" % (path, exc))
+    if not isinstance(data, dict):
+        raise CaptureError("%s: not a stalldiag report (top level is not an object)" % path)
+    cap = data.get("capture", data)
+    validate(cap, path)
+    return cap
+
+
+def validate(cap, path="capture"):
+    if not isinstance(cap, dict) or "schema_version" not in cap:
+        raise CaptureError("%s: not a stalldiag report (no schema_version)" % path)
+    version = cap["schema_version"]
+    if not isinstance(version, int):
+        raise CaptureError("%s: schema_version %r is not a number" % (path, version))
+    if version > SCHEMA_VERSION:
+        raise CaptureError("%s: schema_version %d is newer than this stalldiag understands (%d); "
+                           "upgrade stalldiag" % (path, version, SCHEMA_VERSION))
+    if version < 1:
+        raise CaptureError("%s: schema_version %d is not supported" % (path, version))
+    for field, kind in (("processes", list), ("window", dict), ("frames", list), ("stacks", list)):
+        if not isinstance(cap.get(field), kind):
+            raise CaptureError("%s: malformed capture: '%s' missing or not a %s"
+                               % (path, field, kind.__name__))
+    for proc in cap["processes"]:
+        if not isinstance(proc, dict) or not isinstance(proc.get("pid"), int) \
+                or not isinstance(proc.get("threads"), list):
+            raise CaptureError("%s: malformed capture: a process entry lacks pid/threads" % path)

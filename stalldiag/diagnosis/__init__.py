@@ -1,0 +1,159 @@
+"""Diagnosis: a pure function from a capture to a verdict and findings (no I/O)."""
+from .explain import describe_thread, detail_text, frame_text, pct, process_text, residency_text
+from .threads import THREAD_WAIT_KINDS
+from .verdict import Diagnosis, finding
+
+CATEGORIES = ("locks", "io", "compilation", "cuda", "collective", "network", "subprocess",
+              "cpu", "sleep", "unknown")
+
+SUMMARY = {
+    "locks": "Blocked on a lock",
+    "io": "Blocked on storage I/O",
+    "compilation": "Compiling",
+    "cuda": "Waiting on GPU kernels",
+    "collective": "Waiting in a distributed collective",
+    "network": "Waiting on the network",
+    "subprocess": "Waiting on a child program",
+    "cpu": "Busy computing on the CPU",
+    "sleep": "Sleeping (idle by design)",
+    "unknown": "Cause not determined",
+}
+
+
+def diagnose(capture):
+    """Return {"verdict", "findings", "roles", "chain", "threads"} for a capture."""
+    d = Diagnosis(capture)
+    focus = d.focus_thread()
+    if focus is None:
+        verdict = {"category": "unknown", "summary": "Nothing was sampled: the target exited or "
+                   "could not be read", "pid": (capture.get("request") or {}).get("pid"), "tid": None,
+                   "confidence": "low", "evidence": []}
+        return _result(d, verdict)
+
+    culprit = d.follow(focus)
+    category = _category(d, focus, culprit)
+    evidence = []
+    for view in d.chain:
+        evidence.append(describe_thread(view))
+    if culprit.pid != focus.pid:
+        evidence.append("%s is %s of %s" % (process_text(d.procs[culprit.pid]),
+                                             d.roles.get(culprit.pid, "child"), process_text(d.procs[focus.pid])))
+    _process_evidence(d, culprit, evidence)
+    confidence = _confidence(d, focus, culprit)
+    verdict = {
+        "category": category,
+        "summary": _summary(d, category, focus, culprit),
+        "pid": culprit.pid,
+        "tid": culprit.tid,
+        "thread_name": culprit.name,
+        "confidence": confidence,
+        "evidence": evidence,
+    }
+    _general_findings(d)
+    return _result(d, verdict)
+
+
+def _category(d, focus, culprit):
+    if any(f["kind"] == "deadlock" for f in d.findings):
+        return "locks"
+    if focus.kind == "child" and culprit.pid != focus.pid:
+        return "subprocess"
+    if focus.kind == "lock" and culprit is not focus:
+        return "locks"
+    return d.category_of(culprit)
+
+
+def _summary(d, category, focus, culprit):
+    head = SUMMARY[category]
+    deadlock = next((f for f in d.findings if f["kind"] == "deadlock"), None)
+    if deadlock:
+        return "Deadlock: " + deadlock["summary"]
+    what = detail_text(culprit.top_detail())
+    where = ""
+    frame = culprit.user_frame()
+    if frame:
+        where = " at %s (%s:%s)" % (frame[0], frame[1].rsplit("/", 1)[-1], frame[2])
+    text = "%s: %s, %s of the window%s%s" % (
+        head, culprit.label, culprit.activity.most_common(1)[0][0] if culprit.activity else culprit.kind,
+        "" if not culprit.n_samples else " %s" % pct(culprit.share),
+        where)
+    if what:
+        text += "; waiting on %s" % what
+    if category == "subprocess" and culprit.pid != focus.pid:
+        text = "%s: %s waits for %s, which is %s" % (
+            head, focus.label, process_text(d.procs[culprit.pid]), _doing(culprit))
+    elif culprit is not focus and category != "subprocess":
+        text += " (%s waits on it)" % focus.label
+    return text
+
+
+def _doing(view):
+    words = {"cpu": "computing", "sleep": "sleeping", "io": "doing storage I/O", "network": "waiting on the network",
+             "lock": "blocked on a lock", "child": "waiting on its own child", "poll": "idle in poll"}
+    return "%s (%s)" % (words.get(view.kind, view.kind), residency_text(view, 2))
+
+
+def _confidence(d, focus, culprit):
+    share = min(focus.share or 0, culprit.share or 0)
+    if any(f["kind"] == "deadlock" for f in d.findings):
+        share = max(share, 0.8)
+    level = "high" if share >= 0.8 else "medium" if share >= 0.5 else "low"
+    if not culprit.n_samples:
+        level = "low"
+    return level
+
+
+def _process_evidence(d, culprit, evidence):
+    proc = d.procs.get(culprit.pid) or {}
+    io = proc.get("io")
+    duration = (d.capture.get("window") or {}).get("duration_s") or 0
+    if io:
+        evidence.append("pid %d during %.1f s: %d read / %d write syscalls, %d bytes read from storage, "
+                        "%d bytes read in all" % (culprit.pid, duration, io.get("syscr", 0), io.get("syscw", 0),
+                                                  io.get("read_bytes", 0), io.get("rchar", 0)))
+    ctx = proc.get("ctx_switches")
+    if ctx:
+        evidence.append("pid %d context switches: %d voluntary, %d involuntary"
+                        % (culprit.pid, ctx["voluntary"], ctx["involuntary"]))
+
+
+def _general_findings(d):
+    cap = d.capture
+    skipped = cap.get("skipped_children") or 0
+    if skipped:
+        d.findings.append(finding("skipped-children", "%d child process(es) not inspected; add --children"
+                                  % skipped, pid=(cap.get("request") or {}).get("pid")))
+    for proc in d.procs.values():
+        if proc.get("exited_at") is not None:
+            d.findings.append(finding("exited", "%s exited at %.1f s into the window"
+                                      % (process_text(proc), proc["exited_at"]), pid=proc["pid"]))
+        py = proc.get("python") or {}
+        if not py.get("stacks"):
+            d.findings.append(finding("no-python-stacks", "%s: no Python stacks (%s)"
+                                      % (process_text(proc), py.get("reason") or "unknown"), pid=proc["pid"]))
+    for view in d.views:
+        d_share = sum(n for label, n in view.activity.items() if label.startswith("D:")) / max(view.n_samples, 1)
+        if d_share >= 0.2:
+            d.findings.append(finding("d-state", "%s in uninterruptible sleep (D) %s of the window"
+                                      % (view.label, pct(d_share)), view))
+
+
+def _result(d, verdict):
+    threads = {}
+    for view in d.views:
+        threads["%d:%d" % (view.pid, view.tid)] = {
+            "kind": view.kind,
+            "share": round(view.share, 3),
+            "samples": view.n_samples,
+            "stack_samples": view.n_stack_samples,
+            "residency": {k: round(v / view.n_samples, 3) for k, v in view.activity.most_common()}
+            if view.n_samples else {},
+        }
+    return {
+        "verdict": verdict,
+        "findings": d.findings,
+        "roles": {str(pid): role for pid, role in d.roles.items()},
+        "chain": [{"pid": v.pid, "tid": v.tid, "name": v.name, "kind": v.kind,
+                   "role": d.roles.get(v.pid)} for v in d.chain],
+        "threads": threads,
+    }

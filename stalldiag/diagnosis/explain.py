@@ -1,0 +1,71 @@
+"""Evidence sentences: how a thread spent the window, in numbers a reader can check."""
+import os
+
+from ..fds import describe_target
+
+
+def pct(share):
+    return "%d%%" % round(100 * share)
+
+
+def residency_text(view, limit=3):
+    if not view.n_samples:
+        return "no /proc samples"
+    parts = ["%s %s" % (label, pct(count / view.n_samples))
+             for label, count in view.activity.most_common(limit)]
+    return ", ".join(parts)
+
+
+def frame_text(frame):
+    if not frame:
+        return None
+    name, filename, line = frame[0], frame[1], frame[2]
+    text = "%s (%s:%s)" % (name, os.path.basename(filename or "?"), line)
+    source = frame[3] if len(frame) > 3 and isinstance(frame[3], dict) else None
+    if source and source.get("code"):
+        text += " `%s`" % source["code"]
+        withs = [w["code"].rstrip(":") for w in source.get("within") or [] if w["code"].startswith("with ")]
+        if withs:
+            text += " inside `%s`" % "`, `".join(withs)
+    return text
+
+
+def detail_text(detail):
+    """What a blocked syscall waits on, from its resolved detail."""
+    if not isinstance(detail, dict):
+        return None
+    if "fd" in detail:
+        return "fd %s -> %s" % (detail["fd"].get("fd"), describe_target(detail["fd"]))
+    if "path" in detail:
+        return "path %r" % detail["path"]
+    if "child" in detail:
+        return "any child" if detail["child"] == -1 else "child pid %d" % detail["child"]
+    if "watching" in detail:
+        watched = [describe_target(w) for w in detail["watching"]]
+        return "watching %s" % (", ".join(watched[:4]) if watched else "no fds")
+    if "futex" in detail:
+        return "futex word %s" % detail["futex"]
+    if "sleep_s" in detail:
+        return "sleep(%.3g s)" % detail["sleep_s"]
+    return None
+
+
+def describe_thread(view):
+    """"thread 812 'writer' (pid 800): futex 100% of 200 samples (...); Python: f (x.py:3)"."""
+    parts = ["%s: %s of %d samples" % (view.label, residency_text(view), view.n_samples)]
+    detail = detail_text(view.top_detail())
+    if detail:
+        parts.append("waiting on %s" % detail)
+    if view.cpu_seconds is not None:
+        parts.append("%.2f s CPU" % view.cpu_seconds)
+    frame = frame_text(view.user_frame())
+    if frame:
+        parts.append("Python frame %s" % frame)
+    elif view.n_stack_samples == 0 and not (view.proc.get("python") or {}).get("stacks"):
+        parts.append("no Python stacks (%s)" % ((view.proc.get("python") or {}).get("reason") or "not sampled"))
+    return "; ".join(parts)
+
+
+def process_text(proc):
+    cmd = " ".join(proc.get("cmdline") or []) or proc.get("comm") or "?"
+    return "pid %d (%s)" % (proc["pid"], cmd[:80])

@@ -1,0 +1,182 @@
+"""Per-thread summaries of a capture: where each thread spent the window.
+
+Pure functions of the capture.  A thread's *kind* is what it was doing or
+waiting for most of the window, from its /proc samples (state and current
+syscall, refined by the fd it waits on) and, where py-spy saw it, its
+Python stack (a futex under Queue.get is a queue wait, not a bare lock).
+"""
+from collections import Counter
+
+from ..knowledge import frames as frame_table
+from ..knowledge.syscalls import wait_kind, wchan_kind
+
+# Waits on another thread of the same process, known from Python frames.
+THREAD_WAIT_KINDS = ("thread-join", "queue-get", "queue-put", "condition", "event", "future")
+
+# Python-frame kinds and the kernel kinds they refine.
+FRAME_REFINES = {
+    "thread-join": ("lock", "sleep", "poll", "other"),
+    "queue-get": ("lock", "sleep", "poll", "other"),
+    "queue-put": ("lock", "sleep", "poll", "other"),
+    "condition": ("lock", "sleep", "poll", "other"),
+    "event": ("lock", "sleep", "poll", "other"),
+    "future": ("lock", "sleep", "poll", "other"),
+    "child": ("child", "pipe", "poll", "lock", "sleep", "other"),
+    "ipc": ("pipe", "ipc", "poll", "lock", "other"),
+    "network": ("network", "poll", "other"),
+    "lock": ("lock", "other"),
+}
+
+IDLE_KINDS = ("sleep", "poll", "event", "condition", "other", "unknown", "tty", "stopped")
+
+
+class ThreadView:
+    """What one thread did over the window, ready for rules and renderers."""
+
+    def __init__(self, proc, thread, capture):
+        self.proc = proc
+        self.pid = proc["pid"]
+        self.tid = thread["tid"]
+        self.name = thread.get("python_name") or thread.get("name") or "?"
+        self.comm = thread.get("name")
+        self.is_main = self.tid == self.pid
+        self.cpu_seconds = thread.get("cpu_seconds")
+        samples = thread.get("samples") or []
+        details = proc.get("details") or []
+        self.n_samples = len(samples)
+        self.activity = Counter()   # "running", "futex", "read", "D:io_schedule", ...
+        self.kernel_kinds = Counter()
+        self.detail_counts = Counter()
+        self.states = Counter()
+        for sample in samples:
+            _t, state, syscall, detail_index, wchan = (list(sample) + [None] * 5)[:5]
+            detail = details[detail_index] if isinstance(detail_index, int) and 0 <= detail_index < len(details) else None
+            self.states[state] += 1
+            self.activity[_activity_label(state, syscall, wchan)] += 1
+            self.kernel_kinds[sample_kind(state, syscall, detail, wchan)] += 1
+            if detail_index is not None:
+                self.detail_counts[detail_index] += 1
+        self.details = details
+        self.stacks = _expand_stacks(thread.get("stack_samples") or [], capture)
+        self.n_stack_samples = sum(n for _s, n in self.stacks)
+        self.top_stack, self.top_stack_count = (self.stacks_by_count()[0] if self.stacks else (None, 0))
+        self.frame_matches = frame_table.match_stack(self.top_stack) if self.top_stack else []
+        self.frame_kind = self.frame_matches[0][1].kind if self.frame_matches else None
+        self.kernel_kind, self.kernel_share = _dominant(self.kernel_kinds, self.n_samples)
+        self.kind = self._combined_kind()
+        self.share = self.kernel_share
+
+    def _combined_kind(self):
+        kernel = self.kernel_kind
+        if self.frame_kind and kernel in FRAME_REFINES.get(self.frame_kind, ()):
+            return self.frame_kind
+        if kernel is None:
+            if self.frame_kind:
+                return self.frame_kind
+            return "unknown"
+        return kernel
+
+    def stacks_by_count(self):
+        merged = Counter()
+        frames_of = {}
+        for frames, count in self.stacks:
+            key = tuple(tuple(f[:3]) for f in frames)
+            merged[key] += count
+            frames_of[key] = frames
+        return [(frames_of[k], n) for k, n in merged.most_common()]
+
+    def top_detail(self):
+        if not self.detail_counts:
+            return None
+        index, _count = self.detail_counts.most_common(1)[0]
+        return self.details[index]
+
+    def user_frame(self):
+        """The innermost frame of the user's own code in the top stack."""
+        for frame in self.top_stack or []:
+            if not frame_table.is_library_file(frame[1]):
+                return frame
+        return (self.top_stack or [None])[0]
+
+    @property
+    def label(self):
+        return "thread %d '%s' (pid %d)" % (self.tid, self.name, self.pid)
+
+    @property
+    def active(self):
+        return self.kind not in IDLE_KINDS
+
+
+def _activity_label(state, syscall, wchan):
+    if state == "D":
+        return "D:%s" % (wchan or syscall or "?")
+    if state == "R" or syscall == "running":
+        return "running"
+    return syscall or "unreadable"
+
+
+def sample_kind(state, syscall, detail, wchan):
+    """Kind of one /proc sample."""
+    if state == "R" or syscall == "running":
+        return "cpu"
+    if state in ("T", "t"):
+        return "stopped"
+    if state in ("Z", "X"):
+        return "exited"
+    if state == "D":
+        if syscall in ("read", "pread64", "readv", "openat", "open", "statx", "newfstatat", "fsync",
+                       "getdents64", "write", "pwrite64"):
+            return "io"
+        return wchan_kind(wchan)
+    if syscall is None:
+        return "unknown"
+    if syscall == "nosyscall":
+        return "other"
+    fd_kind = None
+    if isinstance(detail, dict):
+        if detail.get("fd"):
+            fd_kind = detail["fd"].get("kind")
+        elif "watching" in detail:
+            fd_kind = _watched_kind(detail["watching"])
+            if fd_kind is None and not detail["watching"]:
+                return "sleep"  # poll/select on no fds is a sleep
+        elif "path" in detail:
+            return "io"
+    return wait_kind(syscall, fd_kind)
+
+
+def _watched_kind(watched):
+    kinds = {w.get("kind") for w in watched if isinstance(w, dict)}
+    for kind in ("socket", "unix", "pipe", "fifo", "file", "eventfd", "tty"):
+        if kind in kinds:
+            return kind
+    return None
+
+
+def _dominant(counter, total):
+    if not counter or not total:
+        return None, 0.0
+    kind, count = counter.most_common(1)[0]
+    return kind, count / total
+
+
+def _expand_stacks(runs, capture):
+    frames = capture.get("frames") or []
+    stacks = capture.get("stacks") or []
+    out = []
+    for run in runs:
+        try:
+            stack_id, count = run
+            ids = stacks[stack_id]
+            out.append(([frames[i] for i in ids], count))
+        except (IndexError, TypeError, ValueError):
+            continue
+    return out
+
+
+def thread_views(capture):
+    views = []
+    for proc in capture.get("processes") or []:
+        for thread in proc.get("threads") or []:
+            views.append(ThreadView(proc, thread, capture))
+    return views

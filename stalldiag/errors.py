@@ -1,0 +1,49 @@
+"""Errors the command line turns into one line and an exit code.
+
+Exit codes (documented in the README):
+  0  report written
+  1  unexpected internal error (a bug: please report it)
+  2  bad usage (click's own code)
+  3  no such process, or it exited before sampling began
+  4  target refused: a zombie, a kernel thread, stalldiag itself
+  5  permission denied for the target
+  6  capture/report file unreadable, corrupt or of a newer schema
+  7  output path not writable
+  130 / 143  interrupted by SIGINT / SIGTERM (report of what was sampled still written)
+"""
+
+EXIT_CODES = {
+    "internal": 1,
+    "usage": 2,
+    "no-such-process": 3,
+    "bad-target": 4,
+    "permission": 5,
+    "bad-capture": 6,
+    "output": 7,
+}
+
+
+class StalldiagError(Exception):
+    """An error with a one-line message and an exit code."""
+
+    def __init__(self, message, code="internal"):
+        super().__init__(message)
+        self.code = code
+
+    @property
+    def exit_code(self):
+        return EXIT_CODES.get(self.code, 1)
+
+
+class TargetError(StalldiagError):
+    pass
+
+
+class CaptureError(StalldiagError):
+    def __init__(self, message):
+        super().__init__(message, code="bad-capture")
+
+
+class OutputError(StalldiagError):
+    def __init__(self, message):
+        super().__init__(message, code="output")

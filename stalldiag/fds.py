@@ -1,0 +1,160 @@
+"""Say what a file descriptor is: a file, a pipe, a TCP peer, a unix socket.
+
+Socket inodes are looked up in the target's own network namespace
+(/proc/PID/net/...), read once per inode and cached, so a thread stuck in
+recv() for the whole window costs one lookup.
+"""
+import os
+import socket
+import stat as stat_mod
+import struct
+
+from . import procfs
+
+
+def classify_target(target):
+    """Kind of an fd from its /proc/PID/fd link text."""
+    if target is None:
+        return None
+    if target.startswith("pipe:"):
+        return "pipe"
+    if target.startswith("socket:"):
+        return "socket"
+    if target.startswith("anon_inode:"):
+        if "eventpoll" in target:
+            return "epoll"
+        if "eventfd" in target:
+            return "eventfd"
+        return "anon"
+    if target.startswith("/dev/nvidia"):
+        return "gpu"
+    if target.startswith(("/dev/pts/", "/dev/tty", "/dev/console")):
+        return "tty"
+    if target == "/dev/null":
+        return "null"
+    if target.startswith("/dev/"):
+        return "char"
+    if target.startswith("/"):
+        return "file"
+    return "other"
+
+
+def socket_inode(target):
+    return int(target[len("socket:["):-1])
+
+
+def _hex_addr(text, family):
+    host, port = text.split(":")
+    raw = bytes.fromhex(host)
+    if family == socket.AF_INET:
+        addr = socket.inet_ntop(family, struct.pack("<I", struct.unpack(">I", raw)[0]))
+    else:
+        words = struct.unpack(">4I", raw)
+        addr = socket.inet_ntop(family, struct.pack("<4I", *words))
+    return "%s:%d" % (addr, int(port, 16))
+
+
+TCP_STATES = {
+    "01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1",
+    "05": "FIN_WAIT2", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT",
+    "09": "LAST_ACK", "0A": "LISTEN", "0B": "CLOSING",
+}
+
+
+class SocketTable:
+    """Inode -> socket description for the namespaces of the processes we watch."""
+
+    def __init__(self):
+        self._by_inode = {}
+        self._loaded_for = set()
+
+    def describe(self, pid, inode):
+        if inode not in self._by_inode and pid not in self._loaded_for:
+            self._load(pid)
+        return self._by_inode.get(inode, {"proto": "socket"})
+
+    def refresh(self):
+        self._loaded_for.clear()
+
+    def _load(self, pid):
+        self._loaded_for.add(pid)
+        base = "/proc/%d/net/" % pid
+        for proto, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6),
+                              ("udp", socket.AF_INET), ("udp6", socket.AF_INET6)):
+            try:
+                lines = procfs.read_text(base + proto).splitlines()[1:]
+            except procfs.ProcfsError:
+                continue
+            for line in lines:
+                parts = line.split()
+                if len(parts) < 10:
+                    continue
+                self._by_inode[int(parts[9])] = {
+                    "proto": proto.rstrip("6"),
+                    "local": _hex_addr(parts[1], family),
+                    "remote": _hex_addr(parts[2], family),
+                    "state": TCP_STATES.get(parts[3], parts[3]) if proto.startswith("tcp") else None,
+                }
+        try:
+            lines = procfs.read_text(base + "unix").splitlines()[1:]
+        except procfs.ProcfsError:
+            lines = []
+        for line in lines:
+            parts = line.split()
+            if len(parts) < 7:
+                continue
+            self._by_inode[int(parts[6])] = {
+                "proto": "unix",
+                "path": parts[7] if len(parts) > 7 else None,
+            }
+
+
+def describe_fd(pid, fd, sockets):
+    """A small dict: fd, target text, kind, and for sockets proto/peer."""
+    target = procfs.fd_target(pid, fd)
+    kind = classify_target(target)
+    info = {"fd": fd, "target": target, "kind": kind}
+    if kind == "socket":
+        sock = sockets.describe(pid, socket_inode(target))
+        info.update({k: v for k, v in sock.items() if v is not None})
+        if sock.get("proto") == "unix":
+            info["kind"] = "unix"
+    elif kind == "file":
+        info.update(_file_position(pid, fd, target))
+    return info
+
+
+def _file_position(pid, fd, path):
+    """Offset and size of a regular file, so a report can say "at 62%"."""
+    out = {}
+    try:
+        out["pos"] = int(procfs.fdinfo(pid, fd).get("pos", 0))
+    except (procfs.ProcfsError, ValueError):
+        pass
+    try:
+        st = os.stat("/proc/%d/fd/%d" % (pid, fd))
+        if stat_mod.S_ISREG(st.st_mode):
+            out["size"] = st.st_size
+        elif stat_mod.S_ISFIFO(st.st_mode):
+            out["kind"] = "fifo"
+        elif stat_mod.S_ISBLK(st.st_mode):
+            out["kind"] = "block"
+    except OSError:
+        pass
+    return out
+
+
+def describe_target(info):
+    """One short human string for a described fd."""
+    if not info:
+        return ""
+    kind = info.get("kind")
+    if kind in ("socket", "network") and info.get("remote"):
+        state = (" " + info["state"]) if info.get("state") else ""
+        return "%s %s -> %s%s" % (info.get("proto", "socket"), info.get("local"), info.get("remote"), state)
+    if kind == "unix":
+        return "unix socket %s" % (info.get("path") or info.get("target"))
+    if kind == "file" and info.get("size"):
+        pct = 100.0 * info.get("pos", 0) / info["size"] if info["size"] else 0
+        return "%s (at %.0f%% of %d bytes)" % (info["target"], pct, info["size"])
+    return str(info.get("target"))

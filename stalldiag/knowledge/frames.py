@@ -1,0 +1,104 @@
+"""Python frames that say what a thread is waiting for or doing.
+
+Each row: (framework, file pattern, function pattern, kind, meaning).
+A pattern is a regular expression searched in the frame's file path
+(with '/' separators) and matched against py-spy's function name
+("Class.method" for methods on Python 3.11+, "method" before).  A stack is
+read leaf first; the first row that matches a frame gives the thread's
+*wait* kind, and every matching row is kept as context (so a queue wait
+inside DataLoader._next_data is both a queue wait and a DataLoader wait).
+
+Kinds used by the diagnosis:
+  lock, condition, event, queue-get, queue-put, thread-join, future: waits on
+      another thread of the same process
+  ipc: waits on another process (multiprocessing pipes, queues, managers)
+  child: waits for a child program to finish or to answer
+  network, poll, sleep, io, cpu: as the names say
+  dataloader, compile, collective, rendezvous, cuda: framework context
+"""
+import re
+from collections import namedtuple
+
+FramePattern = namedtuple("FramePattern", "framework file function kind meaning")
+
+_P = FramePattern
+
+FRAME_PATTERNS = [
+    # --- the standard library: waits on other threads -----------------------------
+    _P("python", r"(^|/)threading\.py$", r"^(Thread\.)?(join|_wait_for_tstate_lock)$",
+       "thread-join", "waits in Thread.join for another thread to finish"),
+    _P("python", r"(^|/)threading\.py$", r"^(Condition\.)?(wait|wait_for)$",
+       "condition", "waits on a threading.Condition"),
+    _P("python", r"(^|/)threading\.py$", r"^(Event\.)?wait$",
+       "event", "waits on a threading.Event"),
+    _P("python", r"(^|/)threading\.py$", r"^((Bounded)?Semaphore\.)?acquire$",
+       "lock", "waits to acquire a threading.Semaphore"),
+    _P("python", r"(^|/)threading\.py$", r"^(_RLock\.)?(acquire|_acquire_restore)$",
+       "lock", "waits to acquire a threading.RLock"),
+    _P("python", r"(^|/)queue\.py$", r"^(Queue\.)?get$",
+       "queue-get", "waits for an item on a queue.Queue"),
+    _P("python", r"(^|/)queue\.py$", r"^(Queue\.)?put$",
+       "queue-put", "waits for room on a full queue.Queue"),
+    _P("python", r"concurrent/futures/_base\.py$", r"^(Future\.)?(result|exception)$|^(wait|as_completed)$",
+       "future", "waits for a concurrent.futures result"),
+    _P("python", r"concurrent/futures/thread\.py$", r"^(ThreadPoolExecutor\.)?shutdown$",
+       "thread-join", "waits for a thread pool to finish"),
+    # --- other processes -----------------------------------------------------------
+    _P("python", r"(^|/)subprocess\.py$",
+       r"^(Popen\.)?(wait|_wait|_try_wait|communicate|_communicate)$|^(run|call|check_call|check_output)$",
+       "child", "waits for a child program"),
+    _P("python", r"multiprocessing/connection\.py$",
+       r"^(Connection\.)?(recv|recv_bytes|_recv|_recv_bytes|poll|_poll)$|^wait$",
+       "ipc", "waits for a message from another process (multiprocessing Connection)"),
+    _P("python", r"multiprocessing/queues\.py$", r"^(Queue\.)?get$",
+       "ipc", "waits for an item on a multiprocessing.Queue"),
+    _P("python", r"multiprocessing/synchronize\.py$", r"^(SemLock\.)?(__enter__|acquire)$",
+       "lock", "waits on a multiprocessing lock/semaphore shared between processes"),
+    _P("python", r"multiprocessing/pool\.py$", r"^(ApplyResult\.)?(get|wait)$|^(Pool\.)?join$",
+       "ipc", "waits for a multiprocessing.Pool result"),
+    _P("python", r"multiprocessing/popen_fork\.py$", r"^(Popen\.)?(wait|poll)$",
+       "child", "waits for a multiprocessing child process to exit"),
+    # --- sockets and event loops ------------------------------------------------------
+    _P("python", r"(^|/)socket\.py$", r"^(socket\.)?(accept|readinto|recv_into)$|^(SocketIO\.)?readinto$|^create_connection$",
+       "network", "waits on a socket"),
+    _P("python", r"(^|/)ssl\.py$", r"^(SSLSocket\.)?(recv|recv_into|read|do_handshake)$",
+       "network", "waits on a TLS socket"),
+    _P("python", r"http/client\.py$", r"^(HTTPResponse\.)?(begin|_read_status|read)$|^(HTTPConnection\.)?getresponse$",
+       "network", "waits for an HTTP response"),
+    _P("python", r"(^|/)selectors\.py$", r"^(\w+Selector\.)?select$",
+       "poll", "waits in a selector (event loop or socket wait)"),
+    # --- sleeping -------------------------------------------------------------------
+    _P("python", r"asyncio/tasks\.py$", r"^sleep$", "sleep", "asyncio.sleep"),
+]
+
+
+def _compile(rows):
+    return [(row, re.compile(row.file), re.compile(row.function)) for row in rows]
+
+
+_COMPILED = _compile(FRAME_PATTERNS)
+
+
+def match_frame(function, filename, rows=None):
+    """The first pattern row matching one frame, or None."""
+    for row, file_re, func_re in (_COMPILED if rows is None else _compile(rows)):
+        if file_re.search(filename or "") and func_re.search(function or ""):
+            return row
+    return None
+
+
+def match_stack(frames):
+    """All (depth, row) matches of a leaf-first list of (function, file, line)."""
+    found = []
+    for depth, frame in enumerate(frames):
+        row = match_frame(frame[0], frame[1])
+        if row is not None:
+            found.append((depth, row))
+    return found
+
+
+def is_library_file(filename):
+    """A frame from the standard library or site-packages (not the user's code)."""
+    f = filename or ""
+    return ("/lib/python" in f or "site-packages" in f or "dist-packages" in f
+            or f.startswith("<frozen"))

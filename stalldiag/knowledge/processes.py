@@ -1,0 +1,40 @@
+"""Processes recognised by their command: launchers, compilers, workers.
+
+Each row: (framework, field, pattern, role, meaning).  ``field`` is "comm"
+(the kernel's 15-character name, matched whole) or "cmdline" (the joined
+command line, searched).  The first matching row gives the role; processes
+matching none are "main" (the inspected root) or "child".
+"""
+import re
+from collections import namedtuple
+
+ProcessPattern = namedtuple("ProcessPattern", "framework field pattern role meaning")
+_P = ProcessPattern
+
+PROCESS_PATTERNS = [
+    _P("torch.distributed", "cmdline", r"torch[./]distributed[./](run|launch)\b|(^|/)torchrun\b", "launcher",
+       "torchrun / elastic agent that starts the ranks"),
+    _P("deepspeed", "cmdline", r"(^|/)deepspeed\b|deepspeed[./]launcher", "launcher", "DeepSpeed launcher"),
+    _P("accelerate", "cmdline", r"(^|/)accelerate\s+launch\b|accelerate[./]commands[./]launch", "launcher",
+       "Hugging Face accelerate launcher"),
+    _P("mpi", "comm", r"mpirun|mpiexec|orterun|prterun|srun|hydra_pmi_proxy", "launcher", "MPI / Slurm launcher"),
+    _P("shell", "comm", r"bash|sh|dash|zsh|ksh|fish", "launcher", "a shell running the job"),
+    _P("torch.compile", "cmdline", r"torch[./]_inductor[./]compile_worker", "compile-worker",
+       "inductor's compile-worker pool (SubprocPool sidecar or its workers)"),
+    _P("compiler", "comm", r"gcc|g\+\+|cc|c\+\+|cc1|cc1plus|clang|clang\+\+|ld|ld\.lld|ld\.gold|as|collect2|"
+       r"ptxas|nvcc|cicc|nvlink|fatbinary", "compiler", "a C/C++/CUDA compiler or linker"),
+]
+
+_COMPILED = [(row, re.compile(row.pattern)) for row in PROCESS_PATTERNS]
+
+
+def match_process(comm, cmdline):
+    """The first row matching a process, or None."""
+    joined = " ".join(cmdline or [])
+    for row, regex in _COMPILED:
+        if row.field == "comm":
+            if comm and regex.fullmatch(comm):
+                return row
+        elif regex.search(joined):
+            return row
+    return None

@@ -1,0 +1,1 @@
+"""Probes: each samples one signal of the target over the window."""

@@ -1,0 +1,183 @@
+"""Python stacks of every thread, sampled over the window by `py-spy record`.
+
+py-spy runs as a subprocess in --nonblocking mode: it reads the target's
+memory with process_vm_readv and never pauses it.  One long-running
+`py-spy record` per root (with --subprocesses under --children) costs one
+attach instead of one per sample: a `py-spy dump` costs ~65 ms of CPU each.
+Output is speedscope JSON, which keeps every thread's samples in order.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+
+# "Process 12 Thread 34 "name"" with --subprocesses, "Thread 34 "name"" without.
+PROFILE_NAME = re.compile(r'^(?:Process (\d+) )?Thread (\d+)(?: "(.*)")?$', re.S)
+MIN_PYSPY = (0, 3, 10)
+
+# Lines of py-spy's stderr that explain a failure, and what to tell the user.
+PYSPY_FAILURES = (
+    ("Permission denied", "permission"),
+    ("Operation not permitted", "permission"),
+    ("Failed to find python version", "not-python"),
+    ("Failed to get process executable name", "gone"),
+    ("No such file or directory", "gone"),
+    ("No such process", "gone"),
+)
+
+
+def find_pyspy():
+    """Path of the py-spy binary: beside this Python first (its venv), then PATH."""
+    import sys
+    beside = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    if os.access(beside, os.X_OK):
+        return beside
+    return shutil.which("py-spy")
+
+
+def pyspy_version(binary):
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r"(\d+)\.(\d+)\.(\d+)", out)
+    return tuple(int(x) for x in match.groups()) if match else None
+
+
+class StackProbe:
+    """Drives `py-spy record` over the window and parses what it wrote."""
+
+    def __init__(self, pid, subprocesses, rate, duration, native=False):
+        self.pid = pid
+        self.subprocesses = subprocesses
+        self.rate = max(1, int(round(rate)))
+        self.duration = duration
+        self.native = native
+        self.binary = find_pyspy()
+        self.proc = None
+        self.limitation = None
+        self.failure = None
+        self._tmpdir = None
+        self._outfile = None
+        self._errfile = None
+
+    def start(self):
+        if self.binary is None:
+            self.limitation = "py-spy not found: no Python stacks (pip install py-spy)"
+            return False
+        version = pyspy_version(self.binary)
+        if version is not None and version < MIN_PYSPY:
+            self.limitation = "py-spy %s is older than %s: no Python stacks" % (
+                ".".join(map(str, version)), ".".join(map(str, MIN_PYSPY)))
+            return False
+        self._tmpdir = tempfile.mkdtemp(prefix="stalldiag-")
+        self._outfile = os.path.join(self._tmpdir, "stacks.json")
+        self._errfile = open(os.path.join(self._tmpdir, "stderr.txt"), "w+")
+        # A long --duration: we stop py-spy ourselves with SIGINT at the end of
+        # the window (it then writes what it has), so its own timer never cuts
+        # sampling short when its start-up took a while.
+        cmd = [self.binary, "record", "--pid", str(self.pid), "--format", "speedscope",
+               "--threads", "--idle", "--rate", str(self.rate),
+               "--duration", str(int(self.duration) + 60), "-o", self._outfile]
+        if self.native:
+            cmd.append("--native")  # native unwinding needs the target paused
+        else:
+            cmd.append("--nonblocking")
+        if self.subprocesses:
+            cmd.append("--subprocesses")
+        try:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self._errfile,
+                                         stdin=subprocess.DEVNULL, start_new_session=True,
+                                         preexec_fn=_die_with_parent)
+        except OSError as exc:
+            self.limitation = "py-spy could not start: %s" % exc
+            return False
+        return True
+
+    def stop(self, timeout=5.0):
+        """End sampling and return {(pid, tid): {"name":..., "stacks": [[frame...], ...]}}."""
+        if self.proc is None:
+            return {}, []
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._errfile.seek(0)
+        stderr = self._errfile.read()
+        self._errfile.close()
+        profiles, frames = {}, []
+        try:
+            with open(self._outfile) as f:
+                data = json.load(f)
+            profiles, frames = parse_speedscope(data, self.pid)
+        except FileNotFoundError:
+            self.failure = explain_failure(stderr)
+        except ValueError:
+            self.failure = ("error", "py-spy wrote unreadable output")
+        finally:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+        if not profiles and self.failure is None:
+            self.failure = explain_failure(stderr)
+        return profiles, frames
+
+
+def _die_with_parent():
+    """PR_SET_PDEATHSIG: if stalldiag is killed, py-spy ends too."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def explain_failure(stderr):
+    for fragment, kind in PYSPY_FAILURES:
+        if fragment in stderr:
+            return kind, _last_error_line(stderr)
+    return "error", _last_error_line(stderr) or "py-spy recorded nothing"
+
+
+def _last_error_line(stderr):
+    lines = [l.strip() for l in stderr.splitlines() if l.strip() and not l.startswith("py-spy>")]
+    return lines[-1][:300] if lines else ""
+
+
+def parse_speedscope(data, default_pid):
+    """Speedscope JSON from py-spy -> per-thread ordered stacks.
+
+    Returns (threads, frames): frames is a list of [function, file, line];
+    threads maps (pid, tid) to {"name", "stacks": [[frame index, ...] leaf first]}.
+    py-spy puts synthetic "process ..." and "thread ..." frames at the root
+    of each stack; they are dropped.
+    """
+    shared = data["shared"]["frames"]
+    keep = []
+    frames = []
+    remap = {}
+    for index, frame in enumerate(shared):
+        name = frame.get("name", "")
+        if not frame.get("file") and (name.startswith("process ") or name.startswith("thread (")):
+            continue
+        remap[index] = len(frames)
+        frames.append([name, frame.get("file") or "", frame.get("line") or 0])
+        keep.append(index)
+    threads = {}
+    for profile in data["profiles"]:
+        match = PROFILE_NAME.match(profile.get("name", ""))
+        if not match:
+            continue
+        pid = int(match.group(1)) if match.group(1) else default_pid
+        tid, name = int(match.group(2)), match.group(3)
+        stacks = []
+        for sample in profile.get("samples", []):
+            # speedscope stacks are root first; store leaf first like py-spy dump.
+            stacks.append([remap[i] for i in reversed(sample) if i in remap])
+        threads[(pid, tid)] = {"name": name, "stacks": stacks}
+    return threads, frames

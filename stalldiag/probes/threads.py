@@ -1,0 +1,337 @@
+"""Sample every thread's state and current syscall from /proc, with no ptrace stop.
+
+One ``tick()`` reads, for every thread of every watched process,
+/proc/PID/task/TID/stat (state, CPU ticks) and .../syscall (what it is
+blocked in now), plus wchan for D-state threads.  What a blocked syscall
+waits on (the fd's file, pipe or socket; the path being opened; the child
+being waited for) is resolved once per distinct (thread, call) and cached,
+so a thread stuck in one long read() costs one lookup for the whole window.
+"""
+import os
+import pwd
+import struct
+import time
+
+from .. import fds, procfs, redact
+from ..knowledge.syscalls import FD_FIRST_ARG
+
+POLL_SYSCALLS = ("poll", "ppoll")
+EPOLL_SYSCALLS = ("epoll_wait", "epoll_pwait", "epoll_pwait2")
+SELECT_SYSCALLS = ("select", "pselect6")
+MAX_WATCHED_FDS = 16
+
+
+def _signed(value):
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _signed32(value):
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+class ProcessRecord:
+    """Everything sampled about one process (one pid + start time)."""
+
+    def __init__(self, pid, start_time, t, role_hint=None):
+        self.pid = pid
+        self.start_time = start_time
+        self.first_seen = t
+        self.last_seen = t
+        self.exited_at = None
+        self.threads = {}
+        self.details = []
+        self._detail_index = {}
+        self.errors = []
+        self.denied = set()
+        self.static = {}
+        self.io_first = self.io_last = None
+        self.status_first = self.status_last = None
+        self.stat_first = self.stat_last = None
+        self.role_hint = role_hint
+        self._read_static()
+
+    def _read_static(self):
+        pid = self.pid
+        info = {}
+        try:
+            info["cmdline"] = redact.redact_argv(procfs.cmdline(pid))
+        except procfs.ProcfsError as exc:
+            info["cmdline"] = []
+            self._error("cmdline", exc)
+        try:
+            info["exe"] = os.readlink("/proc/%d/exe" % pid)
+        except OSError as exc:
+            info["exe"] = None
+            if exc.errno == 13:
+                self.denied.add("exe")
+        try:
+            st = procfs.status(pid)
+            uid = int(st.get("Uid", "0").split()[0])
+            info["uid"] = uid
+            try:
+                info["user"] = pwd.getpwuid(uid).pw_name
+            except KeyError:
+                info["user"] = str(uid)
+            info["nspid"] = [int(p) for p in st.get("NSpid", str(pid)).split()]
+        except procfs.ProcfsError as exc:
+            self._error("status", exc)
+        try:
+            info["env"] = procfs.environ_subset(pid, redact.ENV_ALLOWED)
+        except procfs.ProcfsError as exc:
+            info["env"] = {}
+            self._error("environ", exc)
+        self.static = info
+
+    def _error(self, what, exc):
+        if isinstance(exc, procfs.AccessDenied):
+            self.denied.add(what)
+        elif not isinstance(exc, procfs.ProcessGone):
+            self.errors.append("%s: %s" % (what, exc))
+
+    def intern_detail(self, detail):
+        """Index of a wait detail in this process's table (shared by samples)."""
+        key = repr(sorted(detail.items()))
+        index = self._detail_index.get(key)
+        if index is None:
+            index = len(self.details)
+            self.details.append(detail)
+            self._detail_index[key] = index
+        return index
+
+    def to_dict(self):
+        def delta(first, last, keys):
+            if not first or not last:
+                return None
+            return {k: last.get(k, 0) - first.get(k, 0) for k in keys}
+
+        cpu_ticks = None
+        if self.stat_first and self.stat_last:
+            cpu_ticks = (self.stat_last["utime"] + self.stat_last["stime"]
+                         - self.stat_first["utime"] - self.stat_first["stime"])
+        ctx = None
+        if self.status_first and self.status_last:
+            ctx = {
+                "voluntary": int(self.status_last.get("voluntary_ctxt_switches", 0))
+                - int(self.status_first.get("voluntary_ctxt_switches", 0)),
+                "involuntary": int(self.status_last.get("nonvoluntary_ctxt_switches", 0))
+                - int(self.status_first.get("nonvoluntary_ctxt_switches", 0)),
+            }
+        stat_any = self.stat_last or self.stat_first or {}
+        return dict(
+            pid=self.pid,
+            start_time=self.start_time,
+            ppid=stat_any.get("ppid"),
+            comm=stat_any.get("comm"),
+            first_seen=round(self.first_seen, 3),
+            last_seen=round(self.last_seen, 3),
+            exited_at=None if self.exited_at is None else round(self.exited_at, 3),
+            role_hint=self.role_hint,
+            cpu_seconds=None if cpu_ticks is None else cpu_ticks / procfs.CLK_TCK,
+            io=delta(self.io_first, self.io_last,
+                     ("rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes")),
+            ctx_switches=ctx,
+            denied=sorted(self.denied),
+            errors=self.errors[:20],
+            details=self.details,
+            threads=[t.to_dict() for t in self.threads.values()],
+            **self.static,
+        )
+
+
+class ThreadRecord:
+    def __init__(self, tid, name, t):
+        self.tid = tid
+        self.name = name
+        self.first_seen = t
+        self.last_seen = t
+        self.samples = []
+        self.cpu_first = None
+        self.cpu_last = None
+
+    def to_dict(self):
+        cpu = None
+        if self.cpu_first is not None and self.cpu_last is not None:
+            cpu = (self.cpu_last - self.cpu_first) / procfs.CLK_TCK
+        return {
+            "tid": self.tid,
+            "name": self.name,
+            "first_seen": round(self.first_seen, 3),
+            "last_seen": round(self.last_seen, 3),
+            "cpu_seconds": cpu,
+            # [t, state, syscall or "running", detail index or None, wchan or None]
+            "samples": self.samples,
+        }
+
+
+class ThreadSampler:
+    """Samples thread states and syscalls of a changing set of processes."""
+
+    def __init__(self, t0):
+        self.t0 = t0
+        self.records = {}          # (pid, start_time) -> ProcessRecord
+        self.live = {}             # pid -> (pid, start_time) currently watched
+        self.sockets = fds.SocketTable()
+        self._wait_cache = {}      # (pid, tid, syscall, args) -> detail index
+        self.ticks = 0
+
+    def now(self):
+        return time.monotonic() - self.t0
+
+    def watch(self, key, role_hint=None):
+        """Start watching (pid, start_time); a pid reused by a new process gets a new record."""
+        pid = key[0]
+        current = self.live.get(pid)
+        if current == key:
+            return self.records[key]
+        if current is not None:
+            self._mark_exited(current)
+        record = self.records.get(key)
+        if record is None:
+            record = ProcessRecord(pid, key[1], self.now(), role_hint)
+            self.records[key] = record
+            self._read_process_counters(record, first=True)
+        self.live[pid] = key
+        return record
+
+    def _mark_exited(self, key):
+        record = self.records[key]
+        if record.exited_at is None:
+            record.exited_at = self.now()
+        self.live.pop(key[0], None)
+
+    def tick(self):
+        t = round(self.now(), 3)
+        self.ticks += 1
+        for pid, key in list(self.live.items()):
+            record = self.records[key]
+            try:
+                self._sample_process(record, t)
+            except procfs.ProcessGone:
+                self._mark_exited(key)
+        return t
+
+    def finish(self):
+        """Read closing counters of every live process."""
+        for pid, key in list(self.live.items()):
+            try:
+                self._read_process_counters(self.records[key], first=False)
+            except procfs.ProcessGone:
+                self._mark_exited(key)
+
+    def _read_process_counters(self, record, first):
+        pid = record.pid
+        readers = (("stat", procfs.stat), ("status", procfs.status), ("io", procfs.io_counters))
+        for name, reader in readers:
+            if name in record.denied:
+                continue
+            try:
+                value = reader(pid)
+            except procfs.AccessDenied:
+                record.denied.add(name)
+                continue
+            if name == "stat" and value["start_time"] != record.start_time:
+                raise procfs.ProcessGone(pid)
+            if first and getattr(record, name + "_first") is None:
+                setattr(record, name + "_first", value)
+            setattr(record, name + "_last", value)
+
+    def _sample_process(self, record, t):
+        pid = record.pid
+        stat = procfs.stat(pid)
+        if stat["start_time"] != record.start_time:
+            raise procfs.ProcessGone(pid)
+        if stat["state"] in ("Z", "X"):
+            raise procfs.ProcessGone(pid)
+        record.last_seen = t
+        record.stat_last = stat
+        for tid in procfs.tids(pid):
+            try:
+                self._sample_thread(record, tid, t)
+            except procfs.ProcessGone:
+                continue  # the thread ended between listing and reading
+
+    def _sample_thread(self, record, tid, t):
+        pid = record.pid
+        st = procfs.stat(pid, tid)
+        thread = record.threads.get(tid)
+        if thread is None:
+            thread = ThreadRecord(tid, st["comm"], t)
+            record.threads[tid] = thread
+            thread.cpu_first = st["utime"] + st["stime"]
+        thread.last_seen = t
+        thread.cpu_last = st["utime"] + st["stime"]
+        thread.name = st["comm"]
+        state = st["state"]
+        syscall, detail, wchan = None, None, None
+        if "syscall" not in record.denied:
+            try:
+                syscall, args = procfs.current_syscall(pid, tid)
+            except procfs.AccessDenied:
+                record.denied.add("syscall")
+                args = None
+            if syscall and syscall not in ("running", "nosyscall") and args is not None:
+                detail = self._wait_detail(record, tid, syscall, args)
+        if state == "D":
+            wchan = procfs.wchan(pid, tid)
+        if state == "R" and syscall not in (None, "running"):
+            # Runnable but the kernel still reports a syscall: it was just
+            # woken; count it as running so residency reflects CPU use.
+            syscall = "running"
+            detail = None
+        thread.samples.append([t, state, syscall, detail, wchan])
+
+    def _wait_detail(self, record, tid, syscall, args):
+        cache_key = (record.pid, tid, syscall, tuple(args))
+        if cache_key in self._wait_cache:
+            return self._wait_cache[cache_key]
+        try:
+            detail = describe_wait(record.pid, syscall, args, self.sockets)
+        except procfs.AccessDenied:
+            record.denied.add("fd")
+            detail = None
+        except procfs.ProcfsError:
+            detail = None
+        index = record.intern_detail(detail) if detail else None
+        self._wait_cache[cache_key] = index
+        return index
+
+
+def describe_wait(pid, syscall, args, sockets):
+    """What a thread blocked in syscall(args) is waiting on, as a small dict."""
+    if syscall in EPOLL_SYSCALLS:
+        watched = procfs.fdinfo(pid, _signed32(args[0]))["tfd"][:MAX_WATCHED_FDS]
+        return {"epoll_fd": _signed32(args[0]), "watching": [fds.describe_fd(pid, fd, sockets) for fd in watched]}
+    if syscall in FD_FIRST_ARG:
+        return {"fd": fds.describe_fd(pid, _signed32(args[0]), sockets)}
+    if syscall in ("openat", "openat2"):
+        return {"path": procfs.read_c_string(pid, args[1])}
+    if syscall == "open":
+        return {"path": procfs.read_c_string(pid, args[0])}
+    if syscall in ("wait4", "waitid"):
+        # wait4(pid, ...): -1 any child; waitid(idtype, id, ...)
+        child = _signed32(args[0]) if syscall == "wait4" else _signed32(args[1])
+        return {"child": child}
+    if syscall == "futex":
+        return {"futex": "0x%x" % args[0]}
+    if syscall in POLL_SYSCALLS:
+        nfds = min(args[1], MAX_WATCHED_FDS)
+        raw = procfs.read_memory(pid, args[0], 8 * nfds)
+        watched = [struct.unpack_from("<iHH", raw, 8 * i)[0] for i in range(len(raw) // 8)]
+        return {"watching": [fds.describe_fd(pid, fd, sockets) for fd in watched if fd >= 0]}
+    if syscall in SELECT_SYSCALLS:
+        nfds = min(args[0], 1024)
+        watched = []
+        if args[1] and nfds:
+            raw = procfs.read_memory(pid, args[1], (nfds + 7) // 8)
+            for fd in range(min(nfds, len(raw) * 8)):
+                if raw[fd // 8] >> (fd % 8) & 1:
+                    watched.append(fd)
+        return {"watching": [fds.describe_fd(pid, fd, sockets) for fd in watched[:MAX_WATCHED_FDS]]}
+    if syscall in ("clock_nanosleep", "nanosleep"):
+        ts_addr = args[2] if syscall == "clock_nanosleep" else args[0]
+        raw = procfs.read_memory(pid, ts_addr, 16)
+        if len(raw) == 16:
+            sec, nsec = struct.unpack("<qq", raw)
+            return {"sleep_s": round(sec + nsec / 1e9, 3)}
+    return None

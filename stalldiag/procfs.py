@@ -1,0 +1,236 @@
+"""Read-only readers of /proc for one process or thread.
+
+Nothing here stops, traces or writes to the target: /proc/PID/syscall and
+/proc/PID/mem are read with the same ptrace *access* check as py-spy's
+process_vm_readv, but neither attaches nor pauses the task.  Every reader
+raises ``ProcessGone`` when the task disappeared and ``AccessDenied`` when
+the kernel refused, so callers can tell "exited" from "not allowed".
+"""
+import errno
+import os
+import platform
+
+from . import syscall_names
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PROC = "/proc"
+
+
+class ProcfsError(Exception):
+    pass
+
+
+class ProcessGone(ProcfsError):
+    pass
+
+
+class AccessDenied(ProcfsError):
+    pass
+
+
+def _fail(exc, path):
+    if isinstance(exc, (FileNotFoundError, ProcessLookupError)) or exc.errno in (errno.ESRCH, errno.ENOENT):
+        raise ProcessGone(path) from None
+    if isinstance(exc, PermissionError) or exc.errno in (errno.EACCES, errno.EPERM):
+        raise AccessDenied(path) from None
+    raise ProcfsError("%s: %s" % (path, exc)) from None
+
+
+def read_text(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except OSError as exc:
+        _fail(exc, path)
+
+
+def task_dir(pid, tid=None):
+    return "%s/%d/task/%d" % (PROC, pid, tid) if tid else "%s/%d" % (PROC, pid)
+
+
+def parse_stat(text):
+    """Fields of /proc/PID[/task/TID]/stat that we use.
+
+    comm may contain spaces and parentheses, so split at the last ')'.
+    """
+    open_paren = text.index("(")
+    close_paren = text.rindex(")")
+    comm = text[open_paren + 1:close_paren]
+    rest = text[close_paren + 2:].split()
+    # rest[0] is field 3 (state); field N is rest[N - 3].
+    return {
+        "comm": comm,
+        "state": rest[0],
+        "ppid": int(rest[1]),
+        "utime": int(rest[11]),
+        "stime": int(rest[12]),
+        "num_threads": int(rest[17]),
+        "start_time": int(rest[19]),
+        "processor": int(rest[36]) if len(rest) > 36 else None,
+    }
+
+
+def stat(pid, tid=None):
+    return parse_stat(read_text(task_dir(pid, tid) + "/stat"))
+
+
+def status(pid):
+    fields = {}
+    for line in read_text(task_dir(pid) + "/status").splitlines():
+        key, _, value = line.partition(":")
+        fields[key] = value.strip()
+    return fields
+
+
+def cmdline(pid):
+    raw = read_text(task_dir(pid) + "/cmdline")
+    return [part for part in raw.split("\0")][:-1] if raw.endswith("\0") else ([raw] if raw else [])
+
+
+def comm(pid, tid=None):
+    return read_text(task_dir(pid, tid) + "/comm").rstrip("\n")
+
+
+def tids(pid):
+    try:
+        return sorted(int(t) for t in os.listdir(task_dir(pid) + "/task"))
+    except OSError as exc:
+        _fail(exc, task_dir(pid) + "/task")
+
+
+def children(pid):
+    """Direct children of every thread of pid (CONFIG_PROC_CHILDREN), or None if unsupported."""
+    kids = []
+    for tid in tids(pid):
+        path = task_dir(pid, tid) + "/children"
+        try:
+            with open(path) as f:
+                kids.extend(int(c) for c in f.read().split())
+        except FileNotFoundError:
+            if not os.path.exists(task_dir(pid, tid)):
+                continue
+            return None
+        except OSError as exc:
+            if exc.errno in (errno.ESRCH,):
+                continue
+            _fail(exc, path)
+    return kids
+
+
+def io_counters(pid):
+    counters = {}
+    for line in read_text(task_dir(pid) + "/io").splitlines():
+        key, _, value = line.partition(":")
+        counters[key.strip()] = int(value)
+    return counters
+
+
+def wchan(pid, tid):
+    try:
+        value = read_text(task_dir(pid, tid) + "/wchan").strip()
+    except AccessDenied:
+        return None
+    return value if value and value != "0" else None
+
+
+def environ_subset(pid, names):
+    """Only the named variables: the rest of the environment may hold secrets."""
+    raw = read_text(task_dir(pid) + "/environ")
+    found = {}
+    for entry in raw.split("\0"):
+        key, sep, value = entry.partition("=")
+        if sep and key in names:
+            found[key] = value
+    return found
+
+
+# --- current syscall ---------------------------------------------------------
+
+MACHINE = platform.machine()
+SYSCALL_TABLE = syscall_names.AARCH64 if MACHINE in ("aarch64", "arm64") else syscall_names.X86_64
+
+
+def syscall_name(number, table=None):
+    table = SYSCALL_TABLE if table is None else table
+    return table.get(number, "syscall_%d" % number)
+
+
+def current_syscall(pid, tid):
+    """(name, args) of the syscall the thread is blocked in, ("running", None) if on CPU.
+
+    Format of /proc/PID/task/TID/syscall: "NR arg0 .. arg5 sp pc", "running",
+    or "-1 sp pc" when blocked outside a syscall (e.g. a page fault).
+    """
+    text = read_text(task_dir(pid, tid) + "/syscall").split()
+    if not text:
+        return None, None
+    if text[0] == "running":
+        return "running", None
+    number = int(text[0])
+    if number < 0:
+        return "nosyscall", None
+    args = [int(a, 16) for a in text[1:7]]
+    return syscall_name(number), args
+
+
+def read_memory(pid, address, size):
+    """Bytes of the target's memory, read through /proc/PID/mem (no stop, no attach)."""
+    path = task_dir(pid) + "/mem"
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        _fail(exc, path)
+    try:
+        return os.pread(fd, size, address)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def read_c_string(pid, address, limit=512):
+    data = read_memory(pid, address, limit)
+    return data.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+# --- file descriptors --------------------------------------------------------
+
+def fd_target(pid, fd):
+    """What fd points at: a path, 'pipe:[ino]', 'socket:[ino]', 'anon_inode:[eventpoll]'."""
+    path = "%s/%d/fd/%d" % (PROC, pid, fd)
+    try:
+        return os.readlink(path)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            return None
+        _fail(exc, path)
+
+
+def fdinfo(pid, fd):
+    fields = {"tfd": []}
+    for line in read_text("%s/%d/fdinfo/%d" % (PROC, pid, fd)).splitlines():
+        key, _, value = line.partition(":")
+        if key == "tfd":
+            fields["tfd"].append(int(value.split()[0]))
+        else:
+            fields[key] = value.strip()
+    return fields
+
+
+def list_fds(pid):
+    path = "%s/%d/fd" % (PROC, pid)
+    try:
+        return sorted(int(fd) for fd in os.listdir(path))
+    except OSError as exc:
+        _fail(exc, path)
+
+
+def boot_time():
+    for line in read_text(PROC + "/stat").splitlines():
+        if line.startswith("btime"):
+            return int(line.split()[1])
+    return 0
+
+
+def uptime():
+    return float(read_text(PROC + "/uptime").split()[0])

@@ -1,0 +1,56 @@
+"""Keep secrets out of reports: redact command lines, pick only named env vars."""
+import re
+
+SECRET_WORDS = (
+    "token", "secret", "password", "passwd", "api_key", "apikey", "api-key", "auth",
+    "credential", "private_key", "private-key", "access_key", "access-key", "session",
+)
+MASK = "***"
+
+# Environment variables a report may carry: the rest may hold secrets.
+ENV_ALLOWED = (
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+    "MASTER_ADDR", "MASTER_PORT", "PYTHONUNBUFFERED", "CUDA_VISIBLE_DEVICES",
+    "TORCHELASTIC_RUN_ID",
+)
+
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/@:\s]*):(?P<pw>[^/@\s]*)@")
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
+_KNOWN_TOKEN = re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b")
+
+
+def _looks_secret(name):
+    name = name.lower().lstrip("-")
+    return any(word in name for word in SECRET_WORDS)
+
+
+def redact_text(text):
+    """Redact secrets that are recognisable inside one string."""
+    text = _URL_CREDENTIALS.sub(lambda m: "%s%s:%s@" % (m.group("scheme"), m.group("user"), MASK), text)
+    text = _BEARER.sub(lambda m: "%s %s" % (m.group(1), MASK), text)
+    text = _KNOWN_TOKEN.sub(MASK, text)
+    key, sep, _ = text.partition("=")
+    if sep and _looks_secret(key) and " " not in key:
+        text = key + "=" + MASK
+    return text
+
+
+def redact_argv(argv):
+    """A copy of argv with secret values masked.
+
+    Handles `--token X`, `--token=X`, `KEY=VALUE`, URLs with user:password and
+    bearer tokens.  The option name stays so a reader knows what was there.
+    """
+    out = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append(MASK)
+            hide_next = False
+            continue
+        if arg.startswith("-") and "=" not in arg and _looks_secret(arg):
+            hide_next = True
+            out.append(arg)
+            continue
+        out.append(redact_text(arg))
+    return out

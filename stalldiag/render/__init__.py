@@ -1,0 +1,22 @@
+"""Renderers: a report dict in, text out.  No sampling, no diagnosis here."""
+import json
+import os
+
+from . import markdown, terminal
+
+FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".txt": "text"}
+
+
+def format_for_path(path):
+    ext = os.path.splitext(path)[1].lower()
+    return FORMATS.get(ext)
+
+
+def render(report, fmt, color=False):
+    if fmt == "json":
+        return json.dumps(report, indent=1, sort_keys=False, default=str) + "\n"
+    if fmt == "markdown":
+        return markdown.render(report)
+    if fmt == "text":
+        return terminal.render(report, color=color)
+    raise ValueError("unknown format %r" % fmt)

@@ -1,0 +1,72 @@
+"""Markdown for tickets: verdict first, then evidence, tables, stacks, syscalls, GPU."""
+from .common import PROCESS_HEADER, process_rows, short_frame, thread_stacks
+
+
+def _md_table(header, rows):
+    def esc(x):
+        return str(x).replace("|", "\\|").replace("\n", " ")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(esc(x) for x in row) + " |" for row in rows]
+    return lines
+
+
+def render(report):
+    v = report["verdict"]
+    window = report.get("window") or {}
+    out = ["# stalldiag: %s" % v["category"], "",
+           "**Verdict:** `%s` (confidence %s)  " % (v["category"], v.get("confidence")),
+           "**Summary:** %s  " % v.get("summary"),
+           "**Culprit:** pid %s, tid %s%s  " % (v.get("pid"), v.get("tid"),
+                                                " `%s`" % v["thread_name"] if v.get("thread_name") else "")]
+    chain = report.get("chain") or []
+    if len(chain) > 1:
+        out.append("**Chain:** " + " → ".join("%s %d/%d (%s)" % (s.get("role") or "", s["pid"], s["tid"], s["kind"])
+                                              for s in chain) + "  ")
+    out.append("**Window:** %.1f s, %s samples at %s Hz%s" % (
+        window.get("duration_s") or 0, window.get("samples"), window.get("rate_hz"),
+        " — interrupted (%s)" % window["interrupted"] if window.get("interrupted") else ""))
+    out += ["", "## Evidence", ""]
+    out += ["- " + line for line in v.get("evidence") or []]
+    if report.get("findings"):
+        out += ["", "## Findings", ""]
+        out += ["- **%s**: %s" % (f["kind"], f["summary"]) for f in report["findings"]]
+    out += ["", "## Processes", ""]
+    out += _md_table(PROCESS_HEADER, process_rows(report))
+    out += ["", "## Threads and syscalls", "",
+            "Share of /proc samples each thread spent running or inside each syscall.", ""]
+    rows = []
+    for proc in report.get("processes") or []:
+        io = proc.get("io") or {}
+        for t in proc.get("threads") or []:
+            residency = ", ".join("%s %d%%" % (k, round(100 * s)) for k, s in list((t.get("residency") or {}).items())[:4])
+            rows.append([proc["pid"], t["tid"], t.get("name"), t.get("kind"), t.get("samples"),
+                         residency or "-", "%.2f" % t["cpu_seconds"] if t.get("cpu_seconds") is not None else "-"])
+        if io:
+            rows.append([proc["pid"], "(process)", "read/write syscalls", "exact",
+                         "", "read %d, write %d" % (io.get("syscr", 0), io.get("syscw", 0)), ""])
+    out += _md_table(["pid", "tid", "thread", "kind", "samples", "residency", "CPU s"], rows)
+    stacks = thread_stacks(report, limit=3)
+    if stacks:
+        out += ["", "<details><summary>Python stacks (%d threads)</summary>" % len(stacks), ""]
+        for proc, thread, rendered in stacks:
+            total = sum(c for _s, c in thread.get("stack_samples") or [])
+            for frames, n in rendered:
+                out.append("**pid %d tid %d `%s`** — %d of %d samples" % (
+                    proc["pid"], thread["tid"], thread.get("python_name") or thread.get("name"), n, total))
+                out.append("")
+                out.append("```")
+                out += [short_frame(f) for f in frames[:40]]
+                out.append("```")
+                out.append("")
+        out.append("</details>")
+    gpu = (report.get("capture") or {}).get("gpu") or {}
+    out += ["", "## GPU", ""]
+    if gpu.get("available"):
+        out += _md_table(["index", "name", "memory total"],
+                         [[d["index"], d["name"], "%.1f GiB" % (d["memory_total"] / 2**30)] for d in gpu.get("devices") or []])
+    else:
+        out.append("GPU: not available (%s)" % gpu.get("reason"))
+    if report.get("limitations"):
+        out += ["", "## Not observed", ""]
+        out += ["- " + line for line in report["limitations"]]
+    return "\n".join(out) + "\n"

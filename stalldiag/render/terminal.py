@@ -1,0 +1,71 @@
+"""Terminal summary: verdict and culprit first, then evidence, processes, stacks."""
+from .common import PROCESS_HEADER, process_rows, short_frame, telling_pids, thread_stacks
+
+COLORS = {"red": "\033[31m", "yellow": "\033[33m", "green": "\033[32m", "bold": "\033[1m",
+          "dim": "\033[2m", "reset": "\033[0m"}
+CATEGORY_COLOR = {"sleep": "green", "cpu": "yellow", "unknown": "yellow"}
+
+
+def _c(text, color, enabled):
+    return "%s%s%s" % (COLORS[color], text, COLORS["reset"]) if enabled else text
+
+
+def table(header, rows):
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
+    lines = ["  ".join(str(x).ljust(w) for x, w in zip(header, widths)).rstrip()]
+    for row in rows:
+        lines.append("  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip())
+    return lines
+
+
+def render(report, color=False, max_stacks=4):
+    v = report["verdict"]
+    out = []
+    head = "VERDICT: %s" % v["category"].upper()
+    out.append(_c(head, CATEGORY_COLOR.get(v["category"], "red"), color) +
+               "  (confidence %s)" % v.get("confidence"))
+    out.append(v.get("summary", ""))
+    if v.get("pid") is not None:
+        out.append("culprit: pid %s tid %s%s" % (v.get("pid"), v.get("tid"),
+                                                  " '%s'" % v["thread_name"] if v.get("thread_name") else ""))
+    chain = report.get("chain") or []
+    if len(chain) > 1:
+        out.append("chain: " + " -> ".join("%s %d/%d %s" % (s.get("role") or "", s["pid"], s["tid"], s["kind"])
+                                           for s in chain))
+    window = report.get("window") or {}
+    out.append(_c("window: %.1f s, %s samples at %s Hz%s" % (
+        window.get("duration_s") or 0, window.get("samples"), window.get("rate_hz"),
+        ", INTERRUPTED (%s)" % window["interrupted"] if window.get("interrupted") else ""), "dim", color))
+    out.append("")
+    out.append(_c("Evidence", "bold", color))
+    for line in v.get("evidence") or []:
+        out.append("  - " + line)
+    if report.get("findings"):
+        out.append("")
+        out.append(_c("Findings", "bold", color))
+        for f in report["findings"]:
+            out.append("  - [%s] %s" % (f["kind"], f["summary"]))
+    out.append("")
+    out.append(_c("Processes", "bold", color))
+    out.extend("  " + line for line in table(PROCESS_HEADER, process_rows(report)))
+    stacks = thread_stacks(report, limit=1)
+    first = telling_pids(report)
+    stacks.sort(key=lambda item: (item[0]["pid"] not in first, item[0]["pid"], item[1]["tid"]))
+    if stacks:
+        out.append("")
+        out.append(_c("Stacks (most common per thread)", "bold", color))
+        for proc, thread, rendered in stacks[:max_stacks]:
+            for frames, n in rendered:
+                total = sum(c for _s, c in thread.get("stack_samples") or [])
+                out.append("  pid %d tid %d '%s' (%d/%d samples):" % (
+                    proc["pid"], thread["tid"], thread.get("python_name") or thread.get("name"), n, total))
+                for frame in frames[:12]:
+                    out.append("      " + short_frame(frame))
+        if len(stacks) > max_stacks:
+            out.append("  (%d more threads with stacks in the Markdown/JSON report)" % (len(stacks) - max_stacks))
+    if report.get("limitations"):
+        out.append("")
+        out.append(_c("Not observed", "bold", color))
+        for line in report["limitations"]:
+            out.append("  - " + line)
+    return "\n".join(out) + "\n"

@@ -1,0 +1,56 @@
+"""The JSON report: the stable contract other tools read, built from capture + diagnosis."""
+from .diagnosis import diagnose
+
+
+def build_report(capture):
+    result = diagnose(capture)
+    roles = result["roles"]
+    processes = []
+    for proc in capture.get("processes") or []:
+        threads = []
+        for thread in proc.get("threads") or []:
+            summary = result["threads"].get("%d:%d" % (proc["pid"], thread["tid"]), {})
+            threads.append({
+                "tid": thread["tid"],
+                "name": thread.get("python_name") or thread.get("name"),
+                "comm": thread.get("name"),
+                "kind": summary.get("kind"),
+                "share": summary.get("share"),
+                "cpu_seconds": thread.get("cpu_seconds"),
+                "samples": summary.get("samples"),
+                "stack_samples": summary.get("stack_samples"),
+                "residency": summary.get("residency"),
+            })
+        processes.append({
+            "pid": proc["pid"],
+            "ppid": proc.get("ppid"),
+            "role": roles.get(str(proc["pid"]), "child"),
+            "cmdline": proc.get("cmdline") or [],
+            "comm": proc.get("comm"),
+            "user": proc.get("user"),
+            "python": (proc.get("python") or {}).get("stacks", False),
+            "python_note": (proc.get("python") or {}).get("reason"),
+            "cpu_seconds": proc.get("cpu_seconds"),
+            "io": proc.get("io"),
+            "ctx_switches": proc.get("ctx_switches"),
+            "exited_at": proc.get("exited_at"),
+            "env": proc.get("env") or {},
+            "threads": threads,
+        })
+    window = capture.get("window") or {}
+    gpu = capture.get("gpu") or {}
+    return {
+        "schema_version": capture.get("schema_version"),
+        "tool": capture.get("tool"),
+        "window": {"start": window.get("start"), "duration_s": window.get("duration_s"),
+                   "samples": window.get("samples"), "rate_hz": window.get("rate_hz"),
+                   "interrupted": window.get("interrupted")},
+        "verdict": result["verdict"],
+        "chain": result["chain"],
+        "findings": result["findings"],
+        "processes": processes,
+        "gpus": gpu.get("devices") or [],
+        "gpu_available": gpu.get("available", False),
+        "limitations": capture.get("limitations") or [],
+        "capture": capture,
+    }

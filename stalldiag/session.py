@@ -1,0 +1,167 @@
+"""One inspection: run every probe concurrently over the window, return a capture.
+
+The thread sampler runs on this thread at the sampling rate and rescans
+the process tree twice a second; py-spy and NVML sample in their own
+process/thread.  Whatever happens (a target exiting, Ctrl-C, a probe
+failing) the capture holds what was seen up to then.
+"""
+import os
+import platform
+import socket
+import sys
+import time
+
+from . import __version__, capture, procfs, sources, targets
+from .probes.gpu import GpuProbe
+from .probes.stacks import StackProbe
+from .probes.threads import ThreadSampler
+
+TREE_RESCAN_S = 0.5
+# Thread-samples per second above which the rate is lowered, to keep our
+# own CPU use near 2-3% of a core on large trees.
+THREAD_READS_PER_S = 1500
+
+
+class Interrupted(Exception):
+    pass
+
+
+class Inspection:
+    def __init__(self, pid, children=False, duration=10.0, rate=10.0, native=False,
+                 progress=None, stop_flag=None):
+        self.pid = pid
+        self.children = children
+        self.duration = max(0.0, float(duration))
+        self.rate = max(0.5, float(rate))
+        self.native = native
+        self.progress = progress
+        self.stop_flag = stop_flag or (lambda: None)
+        self.limitations = []
+
+    def run(self):
+        root_stat = targets.check_target(self.pid)
+        wall_start = time.time()
+        t0 = time.monotonic()
+        sampler = ThreadSampler(t0)
+        root_key = (self.pid, root_stat["start_time"])
+        sampler.watch(root_key, role_hint="target")
+        skipped_children = 0
+        if self.children:
+            self._rescan(sampler, root_key)
+        else:
+            skipped_children = len(_safe_descendants(self.pid))
+
+        stacks = StackProbe(self.pid, subprocesses=self.children, rate=min(self.rate, 100),
+                            duration=self.duration, native=self.native)
+        stack_started = stacks.start() if self.duration > 0 else False
+        gpu = GpuProbe()
+        gpu.start(t0)
+
+        interrupted = None
+        effective_rate = self.rate
+        rate_notes = set()
+        next_rescan = TREE_RESCAN_S
+        try:
+            if self.duration == 0:
+                sampler.tick()
+            else:
+                next_tick = 0.0
+                while True:
+                    now = time.monotonic() - t0
+                    if now >= self.duration:
+                        break
+                    reason = self.stop_flag()
+                    if reason:
+                        interrupted = reason
+                        break
+                    if now >= next_tick:
+                        sampler.tick()
+                        threads = sum(len(sampler.records[k].threads) for k in sampler.live.values())
+                        effective_rate = min(self.rate, max(1.0, THREAD_READS_PER_S / max(threads, 1)))
+                        if effective_rate < self.rate:
+                            rate_notes.add(round(effective_rate, 1))
+                        next_tick += 1.0 / effective_rate
+                        if self.progress:
+                            self.progress(now, self.duration, len(sampler.live), threads)
+                    if self.children and now >= next_rescan:
+                        self._rescan(sampler, root_key)
+                        next_rescan += TREE_RESCAN_S
+                    if not sampler.live:
+                        break  # everything we watch has exited
+                    time.sleep(max(0.0, min(next_tick, next_rescan if self.children else next_tick)
+                                   - (time.monotonic() - t0)))
+        finally:
+            sampler.finish()
+            if stack_started or self.duration == 0:
+                if self.duration == 0:
+                    # a single snapshot: one short py-spy run
+                    stacks = StackProbe(self.pid, subprocesses=self.children, rate=20,
+                                        duration=0.3, native=self.native)
+                    if stacks.start():
+                        time.sleep(0.3)
+                profiles, frames = stacks.stop()
+            else:
+                profiles, frames = {}, []
+            gpu.stop()
+        elapsed = time.monotonic() - t0
+        sources.annotate(frames, _frame_owner(profiles))
+
+        if stacks.limitation:
+            self.limitations.append(stacks.limitation)
+        if rate_notes:
+            self.limitations.append(
+                "sampling rate lowered to %s Hz for a large tree (asked for %s Hz)"
+                % (min(rate_notes), self.rate))
+        if not gpu.available:
+            self.limitations.append("GPU: not available (%s)" % gpu.reason)
+
+        return capture.build(
+            tool_version=__version__,
+            host=host_info(),
+            request={"pid": self.pid, "children": self.children, "duration_s": self.duration,
+                     "rate_hz": self.rate, "native": self.native},
+            window={"start": wall_start, "duration_s": round(elapsed, 3), "samples": sampler.ticks,
+                    "rate_hz": round(effective_rate, 2), "stack_rate_hz": stacks.rate,
+                    "interrupted": interrupted},
+            records=sampler.records,
+            profiles=profiles,
+            frames=frames,
+            stack_failure=stacks.failure,
+            gpu=gpu.to_dict(),
+            skipped_children=skipped_children,
+            limitations=self.limitations,
+        )
+
+    def _rescan(self, sampler, root_key):
+        for pid in _safe_descendants(self.pid):
+            key = targets.process_key(pid)
+            if key is not None:
+                sampler.watch(key, role_hint="descendant")
+
+
+def _frame_owner(profiles):
+    """frame index -> a pid whose filesystem view holds that frame's file."""
+    owner = {}
+    for (pid, _tid), profile in profiles.items():
+        for stack in profile["stacks"]:
+            for index in stack:
+                owner.setdefault(index, pid)
+    return owner.get
+
+
+def _safe_descendants(pid):
+    try:
+        return targets.descendants(pid)
+    except procfs.ProcfsError:
+        return []
+
+
+def host_info():
+    return {
+        "hostname": socket.gethostname(),
+        "machine": platform.machine(),
+        "kernel": platform.release(),
+        "cpu_count": os.cpu_count(),
+        "clk_tck": procfs.CLK_TCK,
+        "python": sys.version.split()[0],
+    }

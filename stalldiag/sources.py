@@ -1,0 +1,69 @@
+"""Source lines of sampled frames, read at capture time from the target's files.
+
+A frame "w (train.py:6)" says little; "with a:" inside "with b:" says which
+lock a thread holds and which it wants.  Files are read through
+/proc/PID/root so a target in another mount namespace is read correctly.
+The diagnosis only looks at what is stored here; it never reads files.
+"""
+MAX_LINE = 200
+MAX_ENCLOSING = 5
+
+
+def _indent(text):
+    return len(text) - len(text.lstrip(" \t"))
+
+
+def _lines(path, cache):
+    if path not in cache:
+        try:
+            with open(path, "rb") as f:
+                cache[path] = f.read(4 * 1024 * 1024).decode("utf-8", "replace").splitlines()
+        except OSError:
+            cache[path] = None
+    return cache[path]
+
+
+def annotate(frames, pid_for_frame, cache=None):
+    """Add {"code": line, "within": [enclosing with/for/while/def lines]} to frames.
+
+    frames: list of [function, file, line]; pid_for_frame(i) gives a pid whose
+    root to read through (or None for our own view of the filesystem).
+    """
+    cache = {} if cache is None else cache
+    for index, frame in enumerate(frames):
+        function, filename, lineno = frame[0], frame[1], frame[2]
+        if not filename or not filename.startswith("/") or not lineno:
+            frame.append(None)
+            continue
+        pid = pid_for_frame(index)
+        path = "/proc/%d/root%s" % (pid, filename) if pid else filename
+        lines = _lines(path, cache)
+        if lines is None and pid:
+            lines = _lines(filename, cache)
+        if not lines or lineno > len(lines):
+            frame.append(None)
+            continue
+        code = lines[lineno - 1]
+        frame.append({"code": code.strip()[:MAX_LINE], "within": _enclosing(lines, lineno)})
+    return frames
+
+
+def _enclosing(lines, lineno):
+    """Block openers (with/for/while/try/def) that contain line lineno, innermost first."""
+    found = []
+    level = _indent(lines[lineno - 1])
+    for number in range(lineno - 2, -1, -1):
+        text = lines[number]
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        indent = _indent(text)
+        if indent < level:
+            stripped = text.strip()
+            if stripped.startswith(("with ", "async with ", "for ", "while ", "def ", "async def ", "class ")):
+                found.append({"line": number + 1, "code": stripped[:MAX_LINE]})
+            level = indent
+            if stripped.startswith(("def ", "async def ", "class ")) or len(found) >= MAX_ENCLOSING:
+                break
+            if level == 0:
+                break
+    return found
