@@ -67,7 +67,7 @@ def _summary(d, category, focus, culprit):
     head = SUMMARY[category]
     deadlock = next((f for f in d.findings if f["kind"] == "deadlock"), None)
     if deadlock:
-        return "Deadlock: " + deadlock["summary"]
+        return deadlock["summary"][0].upper() + deadlock["summary"][1:]
     what = detail_text(culprit.top_detail())
     where = ""
     frame = culprit.user_frame()

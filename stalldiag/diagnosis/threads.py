@@ -61,7 +61,7 @@ class ThreadView:
         self.n_stack_samples = sum(n for _s, n in self.stacks)
         self.top_stack, self.top_stack_count = (self.stacks_by_count()[0] if self.stacks else (None, 0))
         self.frame_matches = frame_table.match_stack(self.top_stack) if self.top_stack else []
-        self.frame_kind = self.frame_matches[0][1].kind if self.frame_matches else None
+        self.frame_kind = _wait_frame_kind(self.top_stack, self.frame_matches)
         self.kernel_kind, self.kernel_share = _dominant(self.kernel_kinds, self.n_samples)
         self.kind = self._combined_kind()
         self.share = self.kernel_share
@@ -105,6 +105,21 @@ class ThreadView:
     @property
     def active(self):
         return self.kind not in IDLE_KINDS
+
+
+def _wait_frame_kind(stack, matches):
+    """Kind of the outermost library frame that matched, below the first user frame.
+
+    Queue.get calls Condition.wait: the leaf says "condition", but the call
+    the user made, and the one that names what is awaited, is Queue.get.
+    """
+    if not matches:
+        return None
+    first_user = next((d for d, f in enumerate(stack) if not frame_table.is_library_file(f[1])), len(stack))
+    below_user = [(d, row) for d, row in matches if d < first_user]
+    if below_user:
+        return below_user[-1][1].kind
+    return matches[0][1].kind
 
 
 def _activity_label(state, syscall, wchan):

@@ -170,7 +170,7 @@ class Diagnosis:
         other = max(stuck, key=lambda v: v.share)
         self.findings.append(finding(
             "deadlock",
-            "%d threads of pid %d blocked on locks for the whole window and none runs: likely deadlock "
+            "likely deadlock: %d threads of pid %d blocked on locks for the whole window and none runs "
             "(%s)" % (len(stuck) + 1, view.pid, ", ".join(v.label for v in [view] + stuck)),
             other))
         return other

@@ -1,0 +1,80 @@
+"""Real workloads, launched for each test and killed afterwards."""
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKLOADS = ROOT / "fixtures" / "workloads"
+CAPTURES = ROOT / "fixtures" / "captures"
+
+
+class Workload:
+    def __init__(self, popen):
+        self.popen = popen
+        self.pid = popen.pid
+
+    def thread_ids(self):
+        return sorted(int(t) for t in os.listdir("/proc/%d/task" % self.pid))
+
+
+def _wait_ready(popen, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        readable, _, _ = select.select([popen.stdout], [], [], 0.2)
+        if readable:
+            line = popen.stdout.readline()
+            if line.startswith("READY"):
+                return
+            if not line and popen.poll() is not None:
+                break
+    raise AssertionError("workload did not become ready (exit code %s)" % popen.poll())
+
+
+@pytest.fixture
+def launch():
+    started = []
+
+    def _launch(script, *args, settle=0.4, python=True, env=None):
+        argv = ([sys.executable, "-u", str(WORKLOADS / script)] if python else [script]) + [str(a) for a in args]
+        popen = subprocess.Popen(argv, cwd=str(WORKLOADS), stdout=subprocess.PIPE, text=True,
+                                 start_new_session=True, env=env)
+        started.append(popen)
+        if python:
+            _wait_ready(popen)
+        time.sleep(settle)
+        return Workload(popen)
+
+    yield _launch
+    for popen in started:
+        try:
+            os.killpg(popen.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        popen.wait()
+
+
+def run_stalldiag(*args, timeout=120):
+    proc = subprocess.run([sys.executable, "-m", "stalldiag"] + [str(a) for a in args],
+                          capture_output=True, text=True, timeout=timeout, cwd=str(ROOT))
+    return proc
+
+
+def inspect_json(pid, *args, duration=2):
+    proc = run_stalldiag("inspect", pid, "--duration", duration, "--json", *args)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def process_of(report, pid):
+    return next(p for p in report["processes"] if p["pid"] == pid)
+
+
+def thread_named(report, pid, name):
+    return next(t for t in process_of(report, pid)["threads"] if t["name"] == name)
