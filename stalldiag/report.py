@@ -6,6 +6,7 @@ def build_report(capture):
     result = diagnose(capture)
     roles = result["roles"]
     processes = []
+    gpu_processes = (capture.get("gpu") or {}).get("processes") or {}
     for proc in capture.get("processes") or []:
         threads = []
         for thread in proc.get("threads") or []:
@@ -21,6 +22,7 @@ def build_report(capture):
                 "stack_samples": summary.get("stack_samples"),
                 "residency": summary.get("residency"),
             })
+        gpu_use = gpu_processes.get(str(proc["pid"]))
         processes.append({
             "pid": proc["pid"],
             "ppid": proc.get("ppid"),
@@ -35,6 +37,8 @@ def build_report(capture):
             "ctx_switches": proc.get("ctx_switches"),
             "exited_at": proc.get("exited_at"),
             "env": proc.get("env") or {},
+            "residency": _process_residency(threads),
+            "gpu": gpu_use,
             "threads": threads,
         })
     window = capture.get("window") or {}
@@ -54,3 +58,16 @@ def build_report(capture):
         "limitations": capture.get("limitations") or [],
         "capture": capture,
     }
+
+
+def _process_residency(threads):
+    """Share of all thread samples of a process spent running or in each syscall."""
+    totals, n = {}, 0
+    for t in threads:
+        samples = t.get("samples") or 0
+        n += samples
+        for label, share in (t.get("residency") or {}).items():
+            totals[label] = totals.get(label, 0) + share * samples
+    if not n:
+        return {}
+    return {k: round(v / n, 3) for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}

@@ -73,18 +73,9 @@ def descendants(pid):
 
 
 def _descendants_by_ppid(pid):
-    parent_of = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                parent_of[int(entry)] = procfs.stat(int(entry))["ppid"]
-            except procfs.ProcfsError:
-                pass
-    found, frontier = [], [pid]
-    while frontier:
-        parent = frontier.pop(0)
-        for child, ppid in sorted(parent_of.items()):
-            if ppid == parent and child not in found:
-                found.append(child)
-                frontier.append(child)
-    return found
+    """Without /proc/*/task/*/children: psutil builds the tree from every ppid."""
+    import psutil
+    try:
+        return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []

@@ -73,9 +73,13 @@ def _summary(d, category, focus, culprit):
     frame = culprit.user_frame()
     if frame:
         where = " at %s (%s:%s)" % (frame[0], frame[1].rsplit("/", 1)[-1], frame[2])
-    text = "%s: %s, %s of the window%s%s" % (
-        head, culprit.label, culprit.activity.most_common(1)[0][0] if culprit.activity else culprit.kind,
-        "" if not culprit.n_samples else " %s" % pct(culprit.share),
+    activity, count = culprit.activity.most_common(1)[0] if culprit.activity else (culprit.kind, 0)
+    if activity == "running":
+        activity = "on CPU"
+    elif not activity.startswith("D:"):
+        activity = "in " + activity
+    text = "%s: %s %s%s of the window%s" % (
+        head, culprit.label, activity, "" if not culprit.n_samples else " %s" % pct(count / culprit.n_samples),
         where)
     if what:
         text += "; waiting on %s" % what

@@ -42,7 +42,7 @@ def detail_text(detail):
         return "any child" if detail["child"] == -1 else "child pid %d" % detail["child"]
     if "watching" in detail:
         watched = [describe_target(w) for w in detail["watching"]]
-        return "watching %s" % (", ".join(watched[:4]) if watched else "no fds")
+        return ", ".join(watched[:4]) if watched else "no fds (a timed wait)"
     if "futex" in detail:
         return "futex word %s" % detail["futex"]
     if "sleep_s" in detail:
