@@ -24,7 +24,7 @@ SCHEMA_VERSION = 1
 
 
 def build(tool_version, host, request, window, records, profiles, frames, stack_failure,
-          gpu, skipped_children, limitations):
+          gpu, skipped_children, limitations, unix_peers=None):
     stack_table = []
     stack_index = {}
     processes = []
@@ -70,8 +70,15 @@ def build(tool_version, host, request, window, records, profiles, frames, stack_
         "stacks": stack_table,
         "gpu": gpu,
         "skipped_children": skipped_children,
+        "unix_peers": _peers_in(processes, unix_peers or {}),
         "limitations": limitations,
     }
+
+
+def _peers_in(processes, peers):
+    """Only the unix socket pairs that touch an inspected process."""
+    held = {target for proc in processes for target in proc.get("endpoints", {})}
+    return {str(ino): peer for ino, peer in peers.items() if "socket:[%d]" % ino in held}
 
 
 def _intern(table, index, stack):

@@ -158,3 +158,73 @@ def describe_target(info):
         pct = 100.0 * info.get("pos", 0) / info["size"] if info["size"] else 0
         return "%s (at %.0f%% of %d bytes)" % (info["target"], pct, info["size"])
     return str(info.get("target"))
+
+
+# --- unix socket peers ---------------------------------------------------------
+# /proc/net/unix does not say which socket is connected to which; the kernel's
+# sock_diag netlink interface does (what `ss -x` uses).  One dump per capture.
+
+NETLINK_SOCK_DIAG = 4
+SOCK_DIAG_BY_FAMILY = 20
+NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
+NLMSG_ERROR, NLMSG_DONE = 2, 3
+UDIAG_SHOW_PEER = 0x4
+UNIX_DIAG_PEER = 2
+
+
+def unix_peers():
+    """{inode: peer inode} for every connected unix socket in our network namespace."""
+    peers = {}
+    try:
+        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG)
+    except (OSError, AttributeError):
+        return peers
+    with sock:
+        request = struct.pack("=BBHIIIII", socket.AF_UNIX, 0, 0, 0xFFFFFFFF, 0, UDIAG_SHOW_PEER, 0, 0)
+        header = struct.pack("=IHHII", 16 + len(request), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, 1, 0)
+        try:
+            sock.send(header + request)
+        except OSError:
+            return peers
+        sock.settimeout(2.0)
+        while True:
+            try:
+                data = sock.recv(65536)
+            except OSError:
+                return peers
+            offset = 0
+            while offset + 16 <= len(data):
+                length, msg_type = struct.unpack_from("=IH", data, offset)
+                if msg_type in (NLMSG_DONE, NLMSG_ERROR) or length < 16:
+                    return peers
+                body = offset + 16
+                inode = struct.unpack_from("=I", data, body + 4)[0]
+                attr = body + 16
+                end = offset + length
+                while attr + 4 <= end:
+                    attr_len, attr_type = struct.unpack_from("=HH", data, attr)
+                    if attr_len < 4:
+                        break
+                    if attr_type == UNIX_DIAG_PEER and attr_len >= 8:
+                        peers[inode] = struct.unpack_from("=I", data, attr + 4)[0]
+                    attr += (attr_len + 3) & ~3
+                offset += (length + 3) & ~3
+            if not data:
+                return peers
+
+
+def endpoints(pid):
+    """{"pipe:[ino]" or "socket:[ino]": [fd, ...]} for a process: what connects it to others."""
+    found = {}
+    try:
+        fd_list = procfs.list_fds(pid)
+    except procfs.ProcfsError:
+        return found
+    for fd in fd_list:
+        try:
+            target = procfs.fd_target(pid, fd)
+        except procfs.ProcfsError:
+            continue
+        if target and (target.startswith("pipe:") or target.startswith("socket:")):
+            found.setdefault(target, []).append(fd)
+    return found

@@ -11,7 +11,7 @@ import socket
 import sys
 import time
 
-from . import __version__, capture, procfs, sources, targets
+from . import __version__, capture, fds, procfs, sources, targets
 from .probes.gpu import GpuProbe
 from .probes.stacks import StackProbe
 from .probes.threads import ThreadSampler
@@ -115,6 +115,7 @@ class Inspection:
         if not gpu.available:
             self.limitations.append("GPU: not available (%s)" % gpu.reason)
 
+        unix_peers = fds.unix_peers()
         return capture.build(
             tool_version=__version__,
             host=host_info(),
@@ -130,6 +131,7 @@ class Inspection:
             gpu=gpu.to_dict(),
             skipped_children=skipped_children,
             limitations=self.limitations,
+            unix_peers=unix_peers,
         )
 
     def _rescan(self, sampler, root_key):

@@ -1,5 +1,7 @@
 """Diagnosis: a pure function from a capture to a verdict and findings (no I/O)."""
 from .explain import describe_thread, detail_text, frame_text, pct, process_text, residency_text
+from collections import Counter
+
 from .threads import THREAD_WAIT_KINDS
 from .verdict import Diagnosis, finding
 
@@ -39,6 +41,7 @@ def diagnose(capture):
         evidence.append("%s is %s of %s" % (process_text(d.procs[culprit.pid]),
                                              d.roles.get(culprit.pid, "child"), process_text(d.procs[focus.pid])))
     _process_evidence(d, culprit, evidence)
+    _framework_evidence(d, focus, culprit, evidence)
     confidence = _confidence(d, focus, culprit)
     verdict = {
         "category": category,
@@ -54,12 +57,17 @@ def diagnose(capture):
 
 
 def _category(d, focus, culprit):
+    """The first decisive link of the chain names the category."""
     if any(f["kind"] == "deadlock" for f in d.findings):
         return "locks"
+    if focus.kind in ("collective", "rendezvous"):
+        return "collective"
     if focus.kind == "child" and culprit.pid != focus.pid:
-        return "subprocess"
+        return "compilation" if d.category_of(culprit) == "compilation" else "subprocess"
     if focus.kind == "lock" and culprit is not focus:
         return "locks"
+    if any(v.kind == "compile" for v in d.chain):
+        return "compilation"
     return d.category_of(culprit)
 
 
@@ -119,6 +127,99 @@ def _process_evidence(d, culprit, evidence):
     if ctx:
         evidence.append("pid %d context switches: %d voluntary, %d involuntary"
                         % (culprit.pid, ctx["voluntary"], ctx["involuntary"]))
+
+
+def _framework_evidence(d, focus, culprit, evidence):
+    """DataLoader starvation, compilation time, rank groups: the numbers a reader asks for."""
+    duration = (d.capture.get("window") or {}).get("duration_s") or 0
+    if focus.kind == "dataloader":
+        starved = focus.context_share.get("dataloader", focus.share)
+        workers = getattr(d, "workers", [])
+        text = "the training loop is starved: %s waited on DataLoader workers in %s of its stack samples" % (
+            focus.label, pct(starved))
+        if workers:
+            read_bytes = sum(((d.procs[w.pid].get("io") or {}).get("read_bytes", 0)) for w in workers)
+            rchar = sum(((d.procs[w.pid].get("io") or {}).get("rchar", 0)) for w in workers)
+            states = Counter(w.kind for w in workers)
+            text += "; %d workers: %s" % (len(workers), ", ".join("%d %s" % (n, k) for k, n in states.most_common()))
+            if duration:
+                text += "; workers read %.1f MB/s from storage (%.1f MB/s in all)" % (
+                    read_bytes / duration / 1e6, rchar / duration / 1e6)
+            files = sorted({detail_text(w.top_detail()) for w in workers if w.kind == "io" and w.top_detail()})
+            if files:
+                text += "; reading %s" % "; ".join(files[:4])
+        evidence.append(text)
+        d.findings.append(finding("dataloader-starved", text, focus))
+    compiling = [v for v in d.chain if v.kind == "compile"]
+    if compiling:
+        v = compiling[0]
+        share = v.context_share.get("compile", 0)
+        target = _compiled_function(v)
+        text = "%s compiling in %s of stack samples (%.1f s of the %.1f s window)" % (
+            v.label, pct(share), share * duration, duration)
+        if target:
+            text += "; compiling %s" % target
+        runs = _compile_episodes(v)
+        if runs > 1:
+            text += "; compilation started %d separate times in the window: looks like repeated recompiles" % runs
+        evidence.append(text)
+        d.findings.append(finding("compiling", text, v))
+    groups = getattr(d, "rank_groups", None)
+    if groups:
+        waiting, outliers = groups
+        text = "ranks in the collective/rendezvous: %s; elsewhere: %s" % (
+            ", ".join(_rank_label(d, p) for p in waiting) or "none",
+            ", ".join(_rank_label(d, p) for p in outliers) or "none")
+        evidence.append(text)
+        missing = _missing_ranks(d)
+        if missing:
+            d.findings.append(finding("missing-ranks", "ranks %s of world size %s never joined (no process "
+                                      "with that RANK in the inspected tree)" % (missing[0], missing[1])))
+            evidence.append("ranks %s never started" % missing[0])
+
+
+def _rank_label(d, pid):
+    return "%s (pid %d)" % (d.roles.get(pid), pid)
+
+
+def _missing_ranks(d):
+    seen, world = set(), None
+    for proc in d.procs.values():
+        env = proc.get("env") or {}
+        if env.get("RANK", "").isdigit():
+            seen.add(int(env["RANK"]))
+        if env.get("WORLD_SIZE", "").isdigit():
+            world = int(env["WORLD_SIZE"])
+    if world is None:
+        return None
+    missing = sorted(set(range(world)) - seen)
+    return (",".join(map(str, missing)), world) if missing else None
+
+
+def _compiled_function(view):
+    """The user's function being compiled: the innermost user frame above dynamo's entry."""
+    from ..knowledge.frames import framework_context, is_library_file
+    for frames, _count in view.stacks_by_count():
+        context = framework_context(frames)
+        if not any(row.kind == "compile" for _d, row in context):
+            continue
+        deepest = max(d for d, row in context if row.kind == "compile")
+        for frame in frames[deepest + 1:]:
+            if not is_library_file(frame[1]):
+                return "%s (%s:%s)" % (frame[0], frame[1].rsplit("/", 1)[-1], frame[2])
+    return None
+
+
+def _compile_episodes(view):
+    """How many separate runs of compile-context samples the thread's timeline has."""
+    from ..knowledge.frames import framework_context
+    episodes, inside = 0, False
+    for frames, count in view.stacks:
+        compiling = any(row.kind == "compile" for _d, row in framework_context(frames))
+        if compiling and not inside and count:
+            episodes += 1
+        inside = compiling
+    return episodes
 
 
 def _general_findings(d):

@@ -27,6 +27,16 @@ FRAME_REFINES = {
     "lock": ("lock", "other"),
 }
 
+# Framework context that decides a thread's kind, in priority order:
+# (context kind, least share of stack samples, kernel kinds it applies to or None for any).
+CONTEXT_RULES = (
+    ("compile", 0.3, None),
+    ("collective", 0.5, None),
+    ("rendezvous", 0.5, None),
+    ("cuda", 0.5, None),
+    ("dataloader", 0.5, ("poll", "pipe", "ipc", "lock", "sleep", "other", "network")),
+)
+
 IDLE_KINDS = ("sleep", "poll", "event", "condition", "other", "unknown", "tty", "stopped")
 
 
@@ -62,12 +72,17 @@ class ThreadView:
         self.top_stack, self.top_stack_count = (self.stacks_by_count()[0] if self.stacks else (None, 0))
         self.frame_matches = frame_table.match_stack(self.top_stack) if self.top_stack else []
         self.frame_kind = _wait_frame_kind(self.top_stack, self.frame_matches)
+        self.context_share = _context_share(self.stacks, self.n_stack_samples)
         self.kernel_kind, self.kernel_share = _dominant(self.kernel_kinds, self.n_samples)
         self.kind = self._combined_kind()
-        self.share = self.kernel_share
+        self.share = self.context_share.get(self.kind, self.kernel_share)
 
     def _combined_kind(self):
         kernel = self.kernel_kind
+        for kind, threshold, kernels in CONTEXT_RULES:
+            if self.context_share.get(kind, 0) >= threshold and (kernels is None or kernel in kernels
+                                                                 or kernel is None):
+                return kind
         if self.frame_kind and kernel in FRAME_REFINES.get(self.frame_kind, ()):
             return self.frame_kind
         if kernel is None:
@@ -120,6 +135,17 @@ def _wait_frame_kind(stack, matches):
     if below_user:
         return below_user[-1][1].kind
     return matches[0][1].kind
+
+
+def _context_share(stacks, total):
+    """Share of stack samples that carry each framework context (compile, collective, ...)."""
+    if not total:
+        return {}
+    counts = Counter()
+    for frames, count in stacks:
+        for _depth, row in frame_table.framework_context(frames):
+            counts[row.kind] += count
+    return {kind: n / total for kind, n in counts.items()}
 
 
 def _activity_label(state, syscall, wchan):

@@ -1,16 +1,18 @@
 """From thread summaries to one verdict: what the run waits on, and who is to blame.
 
 The rules start at the thread that should be making progress (the main
-thread of the main process) and follow what it waits on: another thread
-of the same process, a child program, a lock cycle.  The end of that chain
-is the culprit.  Each rule adds evidence lines with numbers from the window.
+thread of the main process) and follow what it waits on: another thread of
+the same process, a child program, the process at the other end of a pipe,
+DataLoader workers, the rank that is not in the collective.  The end of
+that chain is the culprit.
 """
 import re
+from collections import Counter
 
 from ..knowledge.processes import match_process
 from .threads import THREAD_WAIT_KINDS, thread_views
 
-# Thread kind -> verdict category.
+# Thread kind -> verdict category when the culprit ends the chain in that kind.
 CATEGORY_OF_KIND = {
     "cpu": "cpu",
     "lock": "locks",
@@ -20,6 +22,7 @@ CATEGORY_OF_KIND = {
     "sleep": "sleep",
     "poll": "sleep",
     "gpu": "cuda",
+    "cuda": "cuda",
     "ipc": "locks",
     "pipe": "unknown",
     "unknown": "unknown",
@@ -27,55 +30,76 @@ CATEGORY_OF_KIND = {
     "stopped": "unknown",
     "exited": "unknown",
     "tty": "sleep",
-    "event": "locks",
-    "condition": "locks",
+    "compile": "compilation",
+    "collective": "collective",
+    "rendezvous": "collective",
+    "dataloader": "unknown",
 }
 
 # How telling a thread's activity is when choosing who a waiting thread waits on.
 ACTIVITY_RANK = {
-    "cpu": 6, "io": 5, "network": 4, "child": 4, "gpu": 4, "lock": 3, "ipc": 2, "pipe": 2,
+    "compile": 7, "cpu": 6, "io": 5, "network": 4, "child": 4, "gpu": 4, "cuda": 4, "lock": 3,
+    "ipc": 2, "pipe": 2, "dataloader": 2, "collective": 1, "rendezvous": 1,
     "queue-get": 1, "queue-put": 1, "thread-join": 1, "future": 1, "condition": 1, "event": 1,
 }
 
 MAX_CHAIN = 8
 LOCK_NAME = re.compile(r"^(?:async\s+)?with\s+([\w.\[\]'\"]+)(?:\s*(?:,|as\b|:))")
 ACQUIRE_NAME = re.compile(r"([\w.\[\]]+)\.acquire\(")
+LAUNCHER_ROLES = ("launcher",)
 
 
-def assign_roles(capture):
-    """pid -> role, from the process table and the tree shape."""
+def assign_roles(capture, views_by_pid=None):
+    """pid -> role: launcher, main, rank N, dataloader-worker, compile-worker, compiler, child."""
     procs = capture.get("processes") or []
     root_pid = (capture.get("request") or {}).get("pid")
+    views_by_pid = views_by_pid or {}
     roles = {}
     for proc in procs:
+        pid = proc["pid"]
         row = match_process(proc.get("comm"), proc.get("cmdline"))
-        if row is not None and row.role != "launcher":
-            roles[proc["pid"]] = row.role
-        elif row is not None and row.role == "launcher" and proc["pid"] == root_pid and len(procs) > 1:
-            roles[proc["pid"]] = "launcher"
+        contexts = set()
+        for view in views_by_pid.get(pid, []):
+            contexts.update(k for k, share in view.context_share.items() if share > 0)
+        rank = (proc.get("env") or {}).get("RANK")
+        if row is not None and row.role == "launcher":
+            if pid == root_pid and len(procs) > 1 or any(p.get("ppid") == pid for p in procs):
+                roles[pid] = "launcher"
+        elif row is not None:
+            roles[pid] = row.role
+        elif "dataloader-worker" in contexts:
+            roles[pid] = "dataloader-worker"
+        elif rank is not None and rank.isdigit():
+            roles[pid] = "rank %s" % rank
     main = focus_process(capture, roles)
     for proc in procs:
-        if proc["pid"] in roles:
-            continue
-        roles[proc["pid"]] = "main" if main is not None and proc is main else "child"
+        if proc["pid"] not in roles:
+            roles[proc["pid"]] = "main" if main is not None and proc is main else "child"
     return roles
 
 
 def focus_process(capture, roles=None):
-    """The process whose progress we judge: the root, or below a launcher its first Python child."""
+    """The process whose progress we judge: the root, or below a launcher its first worker child."""
     procs = capture.get("processes") or []
     if not procs:
         return None
+    roles = roles or {}
     root_pid = (capture.get("request") or {}).get("pid")
     root = next((p for p in procs if p["pid"] == root_pid), procs[0])
-    if roles and roles.get(root["pid"]) == "launcher":
-        for proc in procs:
-            if proc is not root and (proc.get("python") or {}).get("stacks") and roles.get(proc["pid"]) is None:
-                return proc
-        for proc in procs:
-            if proc is not root and roles.get(proc["pid"]) is None:
-                return proc
-    return root
+    if roles.get(root["pid"]) not in LAUNCHER_ROLES:
+        return root
+    below = [p for p in procs if p is not root and roles.get(p["pid"]) not in LAUNCHER_ROLES + ("compiler",)]
+    ranked = sorted(below, key=lambda p: (not (p.get("python") or {}).get("stacks"),
+                                          not str(roles.get(p["pid"], "")).startswith("rank"),
+                                          _rank_number(roles.get(p["pid"])), p["pid"]))
+    return ranked[0] if ranked else root
+
+
+def _rank_number(role):
+    try:
+        return int(str(role).split()[1])
+    except (IndexError, ValueError):
+        return 1 << 30
 
 
 class Diagnosis:
@@ -86,49 +110,62 @@ class Diagnosis:
         for view in self.views:
             self.by_pid.setdefault(view.pid, []).append(view)
         self.procs = {p["pid"]: p for p in capture.get("processes") or []}
-        self.roles = assign_roles(capture)
+        self.roles = assign_roles(capture, self.by_pid)
         self.evidence = []
         self.findings = []
         self.chain = []
+        self.chain_notes = {}
+        self.holders = _endpoint_holders(capture)
+        self.unix_peers = {int(k): v for k, v in (capture.get("unix_peers") or {}).items()}
 
-    # --- helpers ---------------------------------------------------------------
-
-    def describe(self, view):
-        """One evidence line: how the thread spent the window, with its Python frame."""
-        from .explain import describe_thread
-        return describe_thread(view)
+    # --- where to start ----------------------------------------------------------
 
     def focus_thread(self):
         proc = focus_process(self.capture, self.roles)
         if proc is None:
             return None
-        views = self.by_pid.get(proc["pid"], [])
-        main = [v for v in views if v.is_main and v.n_samples]
+        return self.main_thread(proc["pid"])
+
+    def main_thread(self, pid, exclude=()):
+        views = [v for v in self.by_pid.get(pid, []) if (v.pid, v.tid) not in exclude]
+        main = [v for v in views if v.is_main and (v.n_samples or v.n_stack_samples)]
         if main:
             return main[0]
         sampled = sorted(views, key=lambda v: -(v.n_samples + v.n_stack_samples))
         return sampled[0] if sampled else None
 
+    def most_telling_thread(self, pid, seen=()):
+        """The thread of pid doing the most telling thing (compiling > computing > I/O > ...)."""
+        views = [v for v in self.by_pid.get(pid, []) if (v.pid, v.tid) not in seen and v.n_samples]
+        if not views:
+            return None
+        main = self.main_thread(pid, seen)
+        best = max(views, key=lambda v: (ACTIVITY_RANK.get(v.kind, 0) * v.share, v.is_main))
+        if main is not None and ACTIVITY_RANK.get(best.kind, 0) * best.share <= \
+                ACTIVITY_RANK.get(main.kind, 0) * main.share:
+            return main
+        return best
+
     def category_of(self, view):
         if view.kind in THREAD_WAIT_KINDS:
             return "locks"
+        if self.roles.get(view.pid) == "compiler" or (
+                self.roles.get(view.pid) == "compile-worker" and view.kind == "cpu"):
+            return "compilation"
         return CATEGORY_OF_KIND.get(view.kind, "unknown")
 
     # --- the chain ---------------------------------------------------------------
 
     def follow(self, view):
-        """Walk from a waiting thread to the thread that explains the wait."""
+        """Walk from the focus thread to the thread that explains the wait."""
         seen = set()
         current = view
         for _ in range(MAX_CHAIN):
             seen.add((current.pid, current.tid))
             self.chain.append(current)
-            nxt = None
-            if current.kind in THREAD_WAIT_KINDS or current.kind == "lock":
-                nxt = self.waited_thread(current, seen)
-            elif current.kind == "child":
-                nxt = self.waited_child(current, seen)
-            elif current.kind in ("sleep", "poll", "other") and current is view:
+            step = self.NEXT.get(current.kind)
+            nxt = step(self, current, seen) if step else None
+            if nxt is None and current is view and current.kind in ("sleep", "poll", "other", "tty"):
                 nxt = self.busier_thread(current, seen)
             if nxt is None:
                 return current
@@ -136,70 +173,189 @@ class Diagnosis:
         return current
 
     def waited_thread(self, view, seen):
-        """The thread a lock/queue/join waiter most likely waits on, in its own process."""
-        others = [v for v in self.by_pid.get(view.pid, []) if (v.pid, v.tid) not in seen and v.n_samples]
+        """The thread a lock/queue/join waiter most likely waits on."""
         if view.kind == "lock":
-            cycle = self.lock_cycle(view, others)
+            cycle = self.lock_cycle(view, seen)
             if cycle:
                 return cycle
+        others = [v for v in self.by_pid.get(view.pid, []) if (v.pid, v.tid) not in seen and v.n_samples]
         ranked = sorted(others, key=lambda v: -(ACTIVITY_RANK.get(v.kind, 0) * v.share))
         if ranked and ACTIVITY_RANK.get(ranked[0].kind, 0) > 0:
             return ranked[0]
         return None
 
-    def lock_cycle(self, view, others):
-        """Another thread stuck on a lock too: a deadlock when each holds what the other wants."""
-        stuck = [v for v in others if v.kind == "lock" and v.share >= 0.8]
-        if not stuck or view.share < 0.8:
+    def lock_cycle(self, view, seen):
+        """Threads stuck on locks (in this process, or on a lock shared between processes)."""
+        if view.share < 0.8:
             return None
-        runnable = [v for v in others if v.kind == "cpu" and v.share > 0.5]
-        if runnable:
+        shared = _shared_futex(view)
+        candidates = []
+        for other in self.views:
+            if (other.pid, other.tid) in seen or other.kind != "lock" or other.share < 0.8:
+                continue
+            if other.pid == view.pid or (shared and _shared_futex(other)) or \
+                    self.related(view.pid, other.pid) and _shared_futex(other):
+                candidates.append(other)
+        if not candidates:
             return None
+        same = [v for v in self.by_pid.get(view.pid, []) if v.kind == "cpu" and v.share > 0.5]
+        if same and all(c.pid == view.pid for c in candidates):
+            return None  # someone runs: contention, not a deadlock
         mine = lock_intent(view)
-        for other in stuck:
+        for other in candidates:
             theirs = lock_intent(other)
             if mine["wants"] and theirs["wants"] and mine["wants"] in theirs["holds"] \
                     and theirs["wants"] in mine["holds"]:
+                where = "" if other.pid == view.pid else " across processes"
                 self.findings.append(finding(
                     "deadlock",
-                    "lock-order deadlock: %s holds %s and wants %s; %s holds %s and wants %s"
-                    % (view.label, mine["wants_other"] or theirs["wants"], mine["wants"],
-                       other.label, theirs["wants_other"] or mine["wants"], theirs["wants"]),
-                    other))
+                    "lock-order deadlock%s: %s holds %s and wants %s; %s holds %s and wants %s"
+                    % (where, view.label, theirs["wants"], mine["wants"],
+                       other.label, mine["wants"], theirs["wants"]), other))
                 return other
-        other = max(stuck, key=lambda v: v.share)
+        other = max(candidates, key=lambda v: (v.pid == view.pid, v.share))
         self.findings.append(finding(
             "deadlock",
-            "likely deadlock: %d threads of pid %d blocked on locks for the whole window and none runs "
-            "(%s)" % (len(stuck) + 1, view.pid, ", ".join(v.label for v in [view] + stuck)),
-            other))
+            "likely deadlock: %d threads blocked on locks for the whole window and none runs (%s)"
+            % (len(candidates) + 1, ", ".join(v.label for v in [view] + candidates)), other))
         return other
+
+    def related(self, pid_a, pid_b):
+        a, b = self.procs.get(pid_a, {}), self.procs.get(pid_b, {})
+        return a.get("ppid") == pid_b or b.get("ppid") == pid_a or (a.get("ppid") and a.get("ppid") == b.get("ppid"))
 
     def waited_child(self, view, seen):
         detail = view.top_detail() or {}
         wanted = detail.get("child") if isinstance(detail, dict) else None
-        kids = [p for p in self.procs.values() if p.get("ppid") == view.pid]
+        kids = [p for p in self.procs.values() if p.get("ppid") == view.pid and p.get("exited_at") is None]
         if isinstance(wanted, int) and wanted > 0:
             kids = [p for p in kids if p["pid"] == wanted] or kids
         if not kids:
             return None
-        kid = kids[0]
-        views = [v for v in self.by_pid.get(kid["pid"], []) if (v.pid, v.tid) not in seen]
-        main = [v for v in views if v.is_main] or views
-        return main[0] if main else None
+        kid = max(kids, key=lambda p: (self.roles.get(p["pid"]) == "compiler", p.get("cpu_seconds") or 0))
+        return self.most_telling_thread(kid["pid"], seen)
+
+    def waited_peer(self, view, seen):
+        """The process at the other end of the pipe or unix socket a thread waits on."""
+        peers = Counter()
+        for target in _waited_targets(view):
+            for pid in self.holders.get(target, ()):
+                if pid != view.pid:
+                    peers[pid] += 1
+            if target.startswith("socket:["):
+                peer = self.unix_peers.get(int(target[8:-1]))
+                for pid in self.holders.get("socket:[%s]" % peer, ()) if peer else ():
+                    if pid != view.pid:
+                        peers[pid] += 2
+        candidates = [self.most_telling_thread(pid, seen) for pid in peers]
+        candidates = [c for c in candidates if c is not None]
+        if not candidates:
+            return None
+        best = max(candidates, key=lambda v: (ACTIVITY_RANK.get(v.kind, 0) * v.share, peers[v.pid]))
+        self.chain_notes[(best.pid, best.tid)] = "the other end of what %s waits on" % view.label
+        return best
+
+    def waited_workers(self, view, seen):
+        """DataLoader: the training loop waits for workers; judge them by what they do."""
+        workers = [p for p in self.procs.values() if self.roles.get(p["pid"]) == "dataloader-worker"]
+        mine = [p for p in workers if p.get("ppid") == view.pid] or workers
+        if not mine:
+            return self.waited_peer(view, seen)
+        threads = [self.main_thread(p["pid"], seen) for p in mine]
+        threads = [t for t in threads if t is not None]
+        if not threads:
+            return None
+        kinds = Counter(t.kind for t in threads)
+        best = max(threads, key=lambda v: (ACTIVITY_RANK.get(v.kind, 0) * v.share, v.cpu_seconds or 0))
+        self.chain_notes[(best.pid, best.tid)] = "%d DataLoader worker(s): %s" % (
+            len(threads), ", ".join("%d %s" % (n, k) for k, n in kinds.most_common()))
+        self.workers = threads
+        return best
+
+    def outlier_rank(self, view, seen):
+        """Ranks waiting in a collective wait for the rank that is somewhere else."""
+        ranks = {}
+        for pid, role in self.roles.items():
+            if str(role).startswith("rank "):
+                thread = self.main_thread(pid)
+                if thread is not None:
+                    ranks[pid] = thread
+        waiting = {pid for pid, t in ranks.items() if t.kind in ("collective", "rendezvous")}
+        outliers = [t for pid, t in ranks.items() if pid not in waiting and (t.pid, t.tid) not in seen]
+        self.rank_groups = (sorted(waiting), sorted(t.pid for t in outliers))
+        if outliers:
+            return max(outliers, key=lambda v: (ACTIVITY_RANK.get(v.kind, 0) * v.share, -v.pid))
+        return None
+
+    def compiling_child(self, view, seen):
+        """A compiling thread that waits on gcc/ptxas or the compile workers: show the busiest."""
+        if view.kernel_kind not in ("child", "poll", "pipe", "lock", "ipc", "sleep"):
+            return None
+        kids = [p for p in self.procs.values() if self.roles.get(p["pid"]) in ("compiler", "compile-worker")
+                and p.get("exited_at") is None]
+        busy = [self.most_telling_thread(p["pid"], seen) for p in kids]
+        busy = [t for t in busy if t is not None and t.kind == "cpu" and t.share >= 0.3]
+        return max(busy, key=lambda v: v.share) if busy else None
 
     def busier_thread(self, view, seen):
         """An idle focus thread hands over to a thread that is doing something."""
         candidates = [v for v in self.views if (v.pid, v.tid) not in seen and v.n_samples and v.share >= 0.5
-                      and ACTIVITY_RANK.get(v.kind, 0) >= 3 and self.roles.get(v.pid) != "launcher"]
+                      and ACTIVITY_RANK.get(v.kind, 0) >= 3 and self.roles.get(v.pid) not in LAUNCHER_ROLES]
         if not candidates:
             return None
         return max(candidates, key=lambda v: (ACTIVITY_RANK.get(v.kind, 0), v.share))
 
+    NEXT = {
+        "lock": waited_thread,
+        "thread-join": waited_thread,
+        "queue-get": waited_thread,
+        "queue-put": waited_thread,
+        "condition": waited_thread,
+        "event": waited_thread,
+        "future": waited_thread,
+        "child": waited_child,
+        "ipc": waited_peer,
+        "pipe": waited_peer,
+        "dataloader": waited_workers,
+        "collective": outlier_rank,
+        "rendezvous": outlier_rank,
+        "compile": compiling_child,
+    }
+
+
+def _endpoint_holders(capture):
+    holders = {}
+    for proc in capture.get("processes") or []:
+        if proc.get("exited_at") is not None:
+            continue
+        for target in (proc.get("endpoints") or {}):
+            holders.setdefault(target, set()).add(proc["pid"])
+    return holders
+
+
+def _waited_targets(view):
+    """pipe:[..] / socket:[..] targets a thread waits on, from its blocked syscalls."""
+    targets = []
+    for index, _count in view.detail_counts.most_common(4):
+        detail = view.details[index] if index < len(view.details) else None
+        if not isinstance(detail, dict):
+            continue
+        fds = [detail["fd"]] if detail.get("fd") else list(detail.get("watching") or [])
+        for fd in fds:
+            target = (fd or {}).get("target") or ""
+            if target.startswith(("pipe:", "socket:")):
+                targets.append(target)
+    return targets
+
+
+def _shared_futex(view):
+    detail = view.top_detail()
+    return isinstance(detail, dict) and detail.get("shared")
+
 
 def lock_intent(view):
     """Names of locks a thread holds (enclosing `with X:`) and wants (the line it waits on)."""
-    holds, wants, wants_other = [], None, None
+    holds, wants = [], None
     frame = view.user_frame()
     if frame and len(frame) > 3 and isinstance(frame[3], dict):
         code = frame[3].get("code") or ""
@@ -209,8 +365,7 @@ def lock_intent(view):
             m = LOCK_NAME.match(opener.get("code") or "")
             if m:
                 holds.append(m.group(1))
-        wants_other = holds[0] if holds else None
-    return {"holds": holds, "wants": wants, "wants_other": wants_other}
+    return {"holds": holds, "wants": wants}
 
 
 def finding(kind, summary, view=None, pid=None):

@@ -71,12 +71,52 @@ FRAME_PATTERNS = [
     _P("python", r"asyncio/tasks\.py$", r"^sleep$", "sleep", "asyncio.sleep"),
 ]
 
+# Framework frames.  These give *context*: a thread with any of them on its
+# stack is doing that framework's work, whatever syscall it sits in (a rank
+# in all_reduce may spin, poll or futex-wait; inductor may wait on gcc).
+FRAMEWORK_PATTERNS = [
+    # PyTorch DataLoader: the training loop waiting for a batch, and the workers
+    _P("DataLoader", r"torch/utils/data/dataloader\.py$",
+       r"^(_MultiProcessingDataLoaderIter\.)?(_next_data|_get_data|_try_get_data)$",
+       "dataloader", "the training loop waits for a batch from DataLoader workers"),
+    _P("DataLoader", r"torch/utils/data/_utils/worker\.py$", r"^_worker_loop$",
+       "dataloader-worker", "a DataLoader worker process"),
+    _P("DataLoader", r"torch/utils/data/_utils/pin_memory\.py$", r"^_pin_memory_loop$",
+       "pin-memory", "the DataLoader pin-memory thread"),
+    # torch.compile: dynamo tracing, AOT autograd, inductor codegen, Triton
+    _P("torch.compile", r"torch/_dynamo/(convert_frame|symbolic_convert|output_graph|bytecode_transformation|"
+       r"variables/|guards)", r".", "compile", "torch.compile (dynamo) is tracing a function"),
+    _P("torch.compile", r"torch/_functorch/(aot_autograd|_aot_autograd/|partitioners)", r".", "compile",
+       "torch.compile (AOT autograd) is building forward/backward graphs"),
+    _P("torch.compile", r"torch/_inductor/(compile_fx|graph|scheduler|lowering|codegen/|codecache|async_compile|"
+       r"select_algorithm|autotune_process|fx_passes/|cpp_builder|runtime/triton_heuristics)", r".", "compile",
+       "torch.compile (inductor) is generating or building kernels"),
+    _P("Triton", r"triton/(compiler/|runtime/(jit|autotuner|build))", r".", "compile",
+       "Triton is compiling a kernel"),
+    _P("JAX", r"jax/_src/(compiler|interpreters/pxla|dispatch)\.py$", r"compile|lower|backend_compile", "compile",
+       "JAX/XLA is compiling"),
+    # torch.distributed
+    _P("torch.distributed", r"torch/distributed/distributed_c10d\.py$",
+       r"^(all_reduce|all_gather|all_gather_into_tensor|all_gather_object|reduce_scatter|"
+       r"reduce_scatter_tensor|broadcast|broadcast_object_list|reduce|barrier|all_to_all|all_to_all_single|"
+       r"gather|scatter|send|recv|monitored_barrier)$",
+       "collective", "a torch.distributed collective waits for every rank"),
+    _P("torch.distributed", r"torch/distributed/(distributed_c10d\.py|rendezvous\.py|elastic/rendezvous/)",
+       r"init_process_group|_create_c10d_store|_rendezvous|rendezvous|_env_rendezvous_handler|"
+       r"_tcp_rendezvous_handler|next_rendezvous|_store_based_barrier",
+       "rendezvous", "torch.distributed rendezvous waits for every rank to join"),
+    _P("torch.distributed", r"torch/distributed/(elastic/agent/server/api|elastic/multiprocessing/api)\.py$",
+       r"_monitor_workers|_invoke_run|run|wait",
+       "launcher-wait", "the torchrun agent monitors its ranks"),
+]
+
 
 def _compile(rows):
     return [(row, re.compile(row.file), re.compile(row.function)) for row in rows]
 
 
 _COMPILED = _compile(FRAME_PATTERNS)
+_FRAMEWORK = _compile(FRAMEWORK_PATTERNS)
 
 
 def match_frame(function, filename, rows=None):
@@ -102,3 +142,13 @@ def is_library_file(filename):
     f = filename or ""
     return ("/lib/python" in f or "site-packages" in f or "dist-packages" in f
             or f.startswith("<frozen"))
+
+
+def framework_context(frames):
+    """Framework rows matching anywhere in a stack, innermost first, one per kind."""
+    found = {}
+    for depth, frame in enumerate(frames):
+        for row, file_re, func_re in _FRAMEWORK:
+            if row.kind not in found and file_re.search(frame[1] or "") and func_re.search(frame[0] or ""):
+                found[row.kind] = (depth, row)
+    return sorted(found.values(), key=lambda item: item[0])

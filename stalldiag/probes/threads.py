@@ -49,7 +49,15 @@ class ProcessRecord:
         self.status_first = self.status_last = None
         self.stat_first = self.stat_last = None
         self.role_hint = role_hint
+        self.endpoints = {}
         self._read_static()
+        self.read_endpoints()
+
+    def read_endpoints(self):
+        """Pipes and sockets this process holds: how waits cross into other processes."""
+        for target, fd_list in fds.endpoints(self.pid).items():
+            known = self.endpoints.setdefault(target, [])
+            known.extend(fd for fd in fd_list if fd not in known)
 
     def _read_static(self):
         pid = self.pid
@@ -134,6 +142,7 @@ class ProcessRecord:
             denied=sorted(self.denied),
             errors=self.errors[:20],
             details=self.details,
+            endpoints=self.endpoints,
             threads=[t.to_dict() for t in self.threads.values()],
             **self.static,
         )
@@ -216,6 +225,7 @@ class ThreadSampler:
         for pid, key in list(self.live.items()):
             try:
                 self._read_process_counters(self.records[key], first=False)
+                self.records[key].read_endpoints()
             except procfs.ProcessGone:
                 self._mark_exited(key)
 
@@ -313,7 +323,11 @@ def describe_wait(pid, syscall, args, sockets):
         child = _signed32(args[0]) if syscall == "wait4" else _signed32(args[1])
         return {"child": child}
     if syscall == "futex":
-        return {"futex": "0x%x" % args[0]}
+        detail = {"futex": "0x%x" % args[0]}
+        shared = shared_mapping(pid, args[0])
+        if shared:
+            detail["shared"] = shared
+        return detail
     if syscall in POLL_SYSCALLS:
         nfds = min(args[1], MAX_WATCHED_FDS)
         raw = procfs.read_memory(pid, args[0], 8 * nfds)
@@ -334,4 +348,24 @@ def describe_wait(pid, syscall, args, sockets):
         if len(raw) == 16:
             sec, nsec = struct.unpack("<qq", raw)
             return {"sleep_s": round(sec + nsec / 1e9, 3)}
+    return None
+
+
+def shared_mapping(pid, address):
+    """"path+offset" when a futex word lives in a file mapping (a multiprocessing
+    semaphore in /dev/shm), so waits of two processes on one lock can be matched."""
+    try:
+        maps = procfs.read_text("/proc/%d/maps" % pid)
+    except procfs.ProcfsError:
+        return None
+    for line in maps.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) < 6:
+            continue
+        start, end = (int(x, 16) for x in parts[0].split("-"))
+        if start <= address < end:
+            path = parts[5].strip()
+            if parts[1][3] != "s" or not path:
+                return None
+            return "%s+0x%x" % (path, address - start + int(parts[2], 16))
     return None
