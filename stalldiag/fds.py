@@ -214,7 +214,8 @@ def unix_peers():
 
 
 def endpoints(pid):
-    """{"pipe:[ino]" or "socket:[ino]": [fd, ...]} for a process: what connects it to others."""
+    """{"pipe:[ino]", "socket:[ino]" or "/dev/nvidiaN": [fd, ...]}: what connects a process
+    to others, and whether it holds a GPU context."""
     found = {}
     try:
         fd_list = procfs.list_fds(pid)
@@ -225,6 +226,6 @@ def endpoints(pid):
             target = procfs.fd_target(pid, fd)
         except procfs.ProcfsError:
             continue
-        if target and (target.startswith("pipe:") or target.startswith("socket:")):
+        if target and target.startswith(("pipe:", "socket:", "/dev/nvidia")):
             found.setdefault(target, []).append(fd)
     return found

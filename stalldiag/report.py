@@ -51,6 +51,7 @@ def build_report(capture):
                    "interrupted": window.get("interrupted")},
         "verdict": result["verdict"],
         "chain": result["chain"],
+        "chain_text": result["chain_text"],
         "findings": result["findings"],
         "processes": processes,
         "gpus": gpu.get("devices") or [],

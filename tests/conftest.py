@@ -41,8 +41,9 @@ def _wait_ready(popen, timeout=60):
 def launch():
     started = []
 
-    def _launch(script, *args, settle=0.4, python=True, env=None):
-        argv = ([sys.executable, "-u", str(WORKLOADS / script)] if python else [script]) + [str(a) for a in args]
+    def _launch(script, *args, settle=0.4, python=True, env=None, argv=None):
+        if argv is None:
+            argv = ([sys.executable, "-u", str(WORKLOADS / script)] if python else [script]) + [str(a) for a in args]
         popen = subprocess.Popen(argv, cwd=str(WORKLOADS), stdout=subprocess.PIPE, text=True,
                                  start_new_session=True, env=env)
         started.append(popen)

@@ -91,12 +91,24 @@ def _summary(d, category, focus, culprit):
         where)
     if what:
         text += "; waiting on %s" % what
-    if category == "subprocess" and culprit.pid != focus.pid:
+    if category == "collective" and culprit.pid != focus.pid:
+        text = "%s: %s %s waits in %s; %s %s is elsewhere, %s%s" % (
+            head, d.roles.get(focus.pid), focus.label, _first_framework_frame(focus) or focus.kind,
+            d.roles.get(culprit.pid), culprit.label, _doing(culprit), where)
+    elif category == "subprocess" and culprit.pid != focus.pid:
         text = "%s: %s waits for %s, which is %s" % (
             head, focus.label, process_text(d.procs[culprit.pid]), _doing(culprit))
     elif culprit is not focus and category != "subprocess":
         text += " (%s waits on it)" % focus.label
     return text
+
+
+def _first_framework_frame(view):
+    from ..knowledge.frames import framework_context
+    for frames, _n in view.stacks_by_count()[:1]:
+        for depth, row in framework_context(frames):
+            return "%s (%s)" % (frames[depth][0], row.framework)
+    return None
 
 
 def _doing(view):
@@ -134,7 +146,7 @@ def _framework_evidence(d, focus, culprit, evidence):
     duration = (d.capture.get("window") or {}).get("duration_s") or 0
     if focus.kind == "dataloader":
         starved = focus.context_share.get("dataloader", focus.share)
-        workers = getattr(d, "workers", [])
+        workers = d.workers
         text = "the training loop is starved: %s waited on DataLoader workers in %s of its stack samples" % (
             focus.label, pct(starved))
         if workers:
@@ -158,13 +170,13 @@ def _framework_evidence(d, focus, culprit, evidence):
         text = "%s compiling in %s of stack samples (%.1f s of the %.1f s window)" % (
             v.label, pct(share), share * duration, duration)
         if target:
-            text += "; compiling %s" % target
+            text += "; compiling what %s calls" % target
         runs = _compile_episodes(v)
         if runs > 1:
             text += "; compilation started %d separate times in the window: looks like repeated recompiles" % runs
         evidence.append(text)
         d.findings.append(finding("compiling", text, v))
-    groups = getattr(d, "rank_groups", None)
+    groups = d.rank_groups
     if groups:
         waiting, outliers = groups
         text = "ranks in the collective/rendezvous: %s; elsewhere: %s" % (
@@ -206,7 +218,7 @@ def _compiled_function(view):
         deepest = max(d for d, row in context if row.kind == "compile")
         for frame in frames[deepest + 1:]:
             if not is_library_file(frame[1]):
-                return "%s (%s:%s)" % (frame[0], frame[1].rsplit("/", 1)[-1], frame[2])
+                return frame_text(frame)
     return None
 
 
@@ -228,7 +240,11 @@ def _general_findings(d):
     if skipped:
         d.findings.append(finding("skipped-children", "%d child process(es) not inspected; add --children"
                                   % skipped, pid=(cap.get("request") or {}).get("pid")))
+    compilers = Counter()
     for proc in d.procs.values():
+        if d.roles.get(proc["pid"]) == "compiler":
+            compilers[proc.get("comm") or "?"] += 1
+            continue  # short-lived by nature: summarised below, not one line each
         if proc.get("exited_at") is not None:
             d.findings.append(finding("exited", "%s exited at %.1f s into the window"
                                       % (process_text(proc), proc["exited_at"]), pid=proc["pid"]))
@@ -236,11 +252,41 @@ def _general_findings(d):
         if not py.get("stacks"):
             d.findings.append(finding("no-python-stacks", "%s: no Python stacks (%s)"
                                       % (process_text(proc), py.get("reason") or "unknown"), pid=proc["pid"]))
+    if compilers:
+        d.findings.append(finding("compiler-processes", "%d compiler/linker processes ran during the window (%s)" % (
+            sum(compilers.values()), ", ".join("%s x%d" % (c, n) for c, n in compilers.most_common()))))
     for view in d.views:
         d_share = sum(n for label, n in view.activity.items() if label.startswith("D:")) / max(view.n_samples, 1)
         if d_share >= 0.2:
             d.findings.append(finding("d-state", "%s in uninterruptible sleep (D) %s of the window"
                                       % (view.label, pct(d_share)), view))
+
+
+def _step_text(d, view):
+    """"main 812/812 (poll on pipe:[123])" or "4 DataLoader worker(s): 4 io (read ...)"."""
+    activity, count = view.activity.most_common(1)[0] if view.activity else (view.kind, 0)
+    activity = "on CPU" if activity == "running" else activity
+    what = detail_text(view.top_detail())
+    inner = "%s %s" % (view.kind, activity) if view.kind not in (activity,) else activity
+    if what and activity != "on CPU":
+        inner += " on %s" % what
+    group = d.group_of.get((view.pid, view.tid))
+    if group:
+        return "%s (e.g. pid %d: %s)" % (group, view.pid, inner)
+    role = d.roles.get(view.pid) or "thread"
+    return "%s %d/%d '%s' (%s)" % (role, view.pid, view.tid, view.name, inner)
+
+
+def _resource_text(d):
+    """The resource at the end of a chain, when it is one: storage throughput."""
+    if not d.chain or d.chain[-1].kind != "io":
+        return ""
+    pids = {w.pid for w in d.workers} or {d.chain[-1].pid}
+    duration = (d.capture.get("window") or {}).get("duration_s") or 0
+    read_bytes = sum(((d.procs.get(pid) or {}).get("io") or {}).get("read_bytes", 0) for pid in pids)
+    if not duration:
+        return ""
+    return " → storage at %.1f MB/s" % (read_bytes / duration / 1e6)
 
 
 def _result(d, verdict):
@@ -259,6 +305,7 @@ def _result(d, verdict):
         "findings": d.findings,
         "roles": {str(pid): role for pid, role in d.roles.items()},
         "chain": [{"pid": v.pid, "tid": v.tid, "name": v.name, "kind": v.kind,
-                   "role": d.roles.get(v.pid)} for v in d.chain],
+                   "role": d.roles.get(v.pid), "text": _step_text(d, v)} for v in d.chain],
+        "chain_text": " → ".join(_step_text(d, v) for v in d.chain) + _resource_text(d),
         "threads": threads,
     }

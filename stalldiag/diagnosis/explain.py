@@ -46,6 +46,8 @@ def detail_text(detail):
     if "futex" in detail:
         return "futex word %s" % detail["futex"]
     if "sleep_s" in detail:
+        if detail.get("absolute"):
+            return "a sleep with %.3g s left" % detail["sleep_s"]
         return "sleep(%.3g s)" % detail["sleep_s"]
     return None
 

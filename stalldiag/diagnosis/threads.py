@@ -73,6 +73,10 @@ class ThreadView:
         self.frame_matches = frame_table.match_stack(self.top_stack) if self.top_stack else []
         self.frame_kind = _wait_frame_kind(self.top_stack, self.frame_matches)
         self.context_share = _context_share(self.stacks, self.n_stack_samples)
+        if _holds_gpu(proc, capture):
+            cuda = _source_share(self.stacks, self.n_stack_samples, "cuda")
+            if cuda:
+                self.context_share["cuda"] = self.context_share.get("cuda", 0) + cuda
         self.kernel_kind, self.kernel_share = _dominant(self.kernel_kinds, self.n_samples)
         self.kind = self._combined_kind()
         self.share = self.context_share.get(self.kind, self.kernel_share)
@@ -135,6 +139,28 @@ def _wait_frame_kind(stack, matches):
     if below_user:
         return below_user[-1][1].kind
     return matches[0][1].kind
+
+
+def _holds_gpu(proc, capture):
+    if any(t.startswith("/dev/nvidia") and t[len("/dev/nvidia"):].isdigit() for t in proc.get("endpoints") or {}):
+        return True
+    return str(proc["pid"]) in ((capture.get("gpu") or {}).get("processes") or {})
+
+
+def _source_share(stacks, total, kind):
+    """Share of stack samples whose innermost user line implies `kind` (e.g. x.item() -> cuda)."""
+    if not total:
+        return 0.0
+    hits = 0
+    for frames, count in stacks:
+        for frame in frames:
+            if frame_table.is_library_file(frame[1]):
+                continue
+            source = frame[3] if len(frame) > 3 and isinstance(frame[3], dict) else None
+            if source and frame_table.source_kind(source.get("code")) == kind:
+                hits += count
+            break
+    return hits / total
 
 
 def _context_share(stacks, total):

@@ -115,6 +115,9 @@ class Diagnosis:
         self.findings = []
         self.chain = []
         self.chain_notes = {}
+        self.group_of = {}     # chain step -> "4 DataLoader workers: ..." when it stands for a group
+        self.workers = []
+        self.rank_groups = None  # ([pids in the collective], [pids elsewhere]) once ranks are compared
         self.holders = _endpoint_holders(capture)
         self.unix_peers = {int(k): v for k, v in (capture.get("unix_peers") or {}).items()}
 
@@ -267,7 +270,7 @@ class Diagnosis:
             return None
         kinds = Counter(t.kind for t in threads)
         best = max(threads, key=lambda v: (ACTIVITY_RANK.get(v.kind, 0) * v.share, v.cpu_seconds or 0))
-        self.chain_notes[(best.pid, best.tid)] = "%d DataLoader worker(s): %s" % (
+        self.group_of[(best.pid, best.tid)] = "%d DataLoader workers: %s" % (
             len(threads), ", ".join("%d %s" % (n, k) for k, n in kinds.most_common()))
         self.workers = threads
         return best

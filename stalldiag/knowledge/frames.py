@@ -105,10 +105,31 @@ FRAMEWORK_PATTERNS = [
        r"init_process_group|_create_c10d_store|_rendezvous|rendezvous|_env_rendezvous_handler|"
        r"_tcp_rendezvous_handler|next_rendezvous|_store_based_barrier",
        "rendezvous", "torch.distributed rendezvous waits for every rank to join"),
+    # CUDA: the host waits for the GPU
+    _P("torch.cuda", r"torch/cuda/(__init__|streams)\.py$", r"^(synchronize|Event\.synchronize|Stream\.synchronize|"
+       r"Event\.wait|Event\.elapsed_time)$", "cuda", "the host waits for GPU work to finish"),
     _P("torch.distributed", r"torch/distributed/(elastic/agent/server/api|elastic/multiprocessing/api)\.py$",
        r"_monitor_workers|_invoke_run|run|wait",
        "launcher-wait", "the torchrun agent monitors its ranks"),
 ]
+
+
+# A user's line that makes the host wait for the GPU through a C call py-spy
+# cannot show (tensor.item(), .cpu(), .tolist(), .numpy()).  Only counted for a
+# process that holds a GPU (an open /dev/nvidia* or NVML memory).
+SOURCE_PATTERNS = [
+    ("torch.cuda", re.compile(r"\.(item|cpu|tolist|numpy)\(\)|cuda\.synchronize\(|\.synchronize\(\)|"
+                              r"\.to\([^)]*['\"]cpu['\"]"), "cuda",
+     "a tensor read back to the host waits for the GPU kernels queued before it"),
+]
+
+
+def source_kind(code):
+    """The kind of wait a user's source line implies, or None."""
+    for _framework, regex, kind, _meaning in SOURCE_PATTERNS:
+        if code and regex.search(code):
+            return kind
+    return None
 
 
 def _compile(rows):

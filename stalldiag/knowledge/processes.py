@@ -12,6 +12,9 @@ ProcessPattern = namedtuple("ProcessPattern", "framework field pattern role mean
 _P = ProcessPattern
 
 PROCESS_PATTERNS = [
+    _P("DataLoader", "comm", r"pt_data_worker", "dataloader-worker",
+       "a PyTorch DataLoader worker (the worker renames its main thread)"),
+    _P("torch.distributed", "comm", r"pt_elastic", "launcher", "torchrun's elastic agent (renamed main thread)"),
     _P("torch.distributed", "cmdline", r"torch[./]distributed[./](run|launch)\b|(^|/)torchrun\b", "launcher",
        "torchrun / elastic agent that starts the ranks"),
     _P("deepspeed", "cmdline", r"(^|/)deepspeed\b|deepspeed[./]launcher", "launcher", "DeepSpeed launcher"),

@@ -69,6 +69,9 @@ WAIT_KIND = {
     "rt_sigsuspend": "sleep",
     "rt_sigtimedwait": "sleep",
     "sched_yield": "cpu",
+    # a sleep, poll or futex wait interrupted (by a debugger attach, a signal) and
+    # resumed: the Python frame says what it was
+    "restart_syscall": "other",
     # GPU drivers talk through ioctl on /dev/nvidia*
     "ioctl": "fd",
 }

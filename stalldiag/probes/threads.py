@@ -19,6 +19,7 @@ POLL_SYSCALLS = ("poll", "ppoll")
 EPOLL_SYSCALLS = ("epoll_wait", "epoll_pwait", "epoll_pwait2")
 SELECT_SYSCALLS = ("select", "pselect6")
 MAX_WATCHED_FDS = 16
+TIMER_ABSTIME = 1
 
 
 def _signed(value):
@@ -303,8 +304,15 @@ class ThreadSampler:
         except procfs.ProcfsError:
             detail = None
         index = record.intern_detail(detail) if detail else None
-        self._wait_cache[cache_key] = index
+        if not _moves(detail):
+            self._wait_cache[cache_key] = index
         return index
+
+
+def _moves(detail):
+    """A read of a regular file advances its offset: resolve it again next tick."""
+    fd = (detail or {}).get("fd") or {}
+    return fd.get("kind") == "file" and "pos" in fd
 
 
 def describe_wait(pid, syscall, args, sockets):
@@ -347,7 +355,15 @@ def describe_wait(pid, syscall, args, sockets):
         raw = procfs.read_memory(pid, ts_addr, 16)
         if len(raw) == 16:
             sec, nsec = struct.unpack("<qq", raw)
-            return {"sleep_s": round(sec + nsec / 1e9, 3)}
+            value = sec + nsec / 1e9
+            if syscall == "clock_nanosleep" and args[1] & TIMER_ABSTIME:
+                # Python sleeps until an absolute deadline on CLOCK_MONOTONIC.
+                try:
+                    value -= time.clock_gettime(args[0])
+                except OSError:
+                    return None
+                return {"sleep_s": round(max(value, 0.0), 3), "absolute": True}
+            return {"sleep_s": round(value, 3)}
     return None
 
 

@@ -18,10 +18,8 @@ def render(report):
            "**Summary:** %s  " % v.get("summary"),
            "**Culprit:** pid %s, tid %s%s  " % (v.get("pid"), v.get("tid"),
                                                 " `%s`" % v["thread_name"] if v.get("thread_name") else "")]
-    chain = report.get("chain") or []
-    if len(chain) > 1:
-        out.append("**Chain:** " + " → ".join("%s %d/%d (%s)" % (s.get("role") or "", s["pid"], s["tid"], s["kind"])
-                                              for s in chain) + "  ")
+    if len(report.get("chain") or []) > 1 or " → storage" in (report.get("chain_text") or ""):
+        out.append("**Chain:** %s  " % report["chain_text"])
     out.append("**Window:** %.1f s, %s samples at %s Hz%s" % (
         window.get("duration_s") or 0, window.get("samples"), window.get("rate_hz"),
         " — interrupted (%s)" % window["interrupted"] if window.get("interrupted") else ""))

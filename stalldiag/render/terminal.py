@@ -28,10 +28,8 @@ def render(report, color=False, max_stacks=4):
     if v.get("pid") is not None:
         out.append("culprit: pid %s tid %s%s" % (v.get("pid"), v.get("tid"),
                                                   " '%s'" % v["thread_name"] if v.get("thread_name") else ""))
-    chain = report.get("chain") or []
-    if len(chain) > 1:
-        out.append("chain: " + " -> ".join("%s %d/%d %s" % (s.get("role") or "", s["pid"], s["tid"], s["kind"])
-                                           for s in chain))
+    if len(report.get("chain") or []) > 1 or " → storage" in (report.get("chain_text") or ""):
+        out.append("chain: " + report["chain_text"])
     window = report.get("window") or {}
     out.append(_c("window: %.1f s, %s samples at %s Hz%s" % (
         window.get("duration_s") or 0, window.get("samples"), window.get("rate_hz"),
