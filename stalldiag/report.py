@@ -23,6 +23,8 @@ def build_report(capture):
                 "residency": summary.get("residency"),
             })
         gpu_use = gpu_processes.get(str(proc["pid"]))
+        if gpu_use and "device" in gpu_use:  # captures before per-device memory
+            gpu_use = {"devices": {str(gpu_use["device"]): gpu_use.get("used_memory")}}
         processes.append({
             "pid": proc["pid"],
             "ppid": proc.get("ppid"),

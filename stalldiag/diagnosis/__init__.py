@@ -42,10 +42,11 @@ def diagnose(capture):
                                              d.roles.get(culprit.pid, "child"), process_text(d.procs[focus.pid])))
     _process_evidence(d, culprit, evidence)
     _framework_evidence(d, focus, culprit, evidence)
+    category_gpu = _gpu_evidence(d, focus, culprit, category, evidence)
     confidence = _confidence(d, focus, culprit)
     verdict = {
         "category": category,
-        "summary": _summary(d, category, focus, culprit),
+        "summary": _summary(d, category, focus, culprit) + category_gpu,
         "pid": culprit.pid,
         "tid": culprit.tid,
         "thread_name": culprit.name,
@@ -61,6 +62,8 @@ def _category(d, focus, culprit):
     if any(f["kind"] == "deadlock" for f in d.findings):
         return "locks"
     if focus.kind in ("collective", "rendezvous"):
+        return "collective"
+    if focus.kind == "cuda" and culprit.pid != focus.pid and str(d.roles.get(culprit.pid)).startswith("rank "):
         return "collective"
     if focus.kind == "child" and culprit.pid != focus.pid:
         return "compilation" if d.category_of(culprit) == "compilation" else "subprocess"
@@ -91,9 +94,14 @@ def _summary(d, category, focus, culprit):
         where)
     if what:
         text += "; waiting on %s" % what
-    if category == "collective" and culprit.pid != focus.pid:
+    if category == "cuda" and culprit.kind == "cuda":
+        spin = " (the CUDA driver spin-waits: %s on CPU)" % pct(culprit.activity.get("running", 0) / culprit.n_samples) \
+            if culprit.n_samples and culprit.activity.get("running", 0) / culprit.n_samples >= 0.5 else ""
+        text = "%s: %s waits for the GPU at %s%s" % (head, culprit.label, frame_text(culprit.user_frame()), spin)
+    elif category == "collective" and culprit.pid != focus.pid:
         text = "%s: %s %s waits in %s; %s %s is elsewhere, %s%s" % (
-            head, d.roles.get(focus.pid), focus.label, _first_framework_frame(focus) or focus.kind,
+            head, d.roles.get(focus.pid), focus.label,
+            _first_framework_frame(focus) or "a GPU sync at %s" % frame_text(focus.user_frame()),
             d.roles.get(culprit.pid), culprit.label, _doing(culprit), where)
     elif category == "subprocess" and culprit.pid != focus.pid:
         text = "%s: %s waits for %s, which is %s" % (
@@ -190,6 +198,76 @@ def _framework_evidence(d, focus, culprit, evidence):
             evidence.append("ranks %s never started" % missing[0])
 
 
+def _gpu_evidence(d, focus, culprit, category, evidence):
+    """GPU numbers behind the call; returns a phrase for the summary, or ""."""
+    from .gpu import devices_of
+    if not d.gpus:
+        return ""
+    chain_pids = [v.pid for v in d.chain]
+    used = []
+    for pid in chain_pids + list(d.procs):
+        for index in devices_of(d.capture, pid):
+            if index in d.gpus and index not in used:
+                used.append(index)
+    shown = used or sorted(d.gpus)
+    for index in shown:
+        evidence.append(d.gpus[index].text())
+    phrase = ""
+    focus_devs = [d.gpus[i] for i in devices_of(d.capture, focus.pid) if i in d.gpus]
+    if category == "cuda" and focus_devs:
+        dev = focus_devs[0]
+        if dev.looks_hung:
+            text = ("GPU %d reads %.0f%% busy but only %.1f%% of SMs are active and tensor cores idle: "
+                    "the kernel looks hung or spinning, while %s waits for it" % (dev.index, dev.util, dev.sm, focus.label))
+            d.findings.append(finding("hung-kernel", text, focus))
+            phrase = "; the GPU kernel looks hung (busy flag %.0f%%, SM activity %.1f%%)" % (dev.util, dev.sm)
+        elif dev.real_compute:
+            text = "GPU %d is really computing (SM %.0f%%, tensor %.0f%%): the run is GPU-bound, the host waits " \
+                   "for kernels that are doing work" % (dev.index, dev.sm, dev.tensor or 0)
+            d.findings.append(finding("gpu-bound", text, focus))
+            phrase = "; the GPU is really busy (SM %.0f%%, tensor %.0f%%): GPU-bound" % (dev.sm, dev.tensor or 0)
+        elif dev.busy_flag and not dev.has_gpm:
+            phrase = "; GPU busy flag %.0f%% (no GPM to tell real compute from a spin)" % dev.util
+    if category == "collective" and focus.kind == "cuda" and focus_devs:
+        dev = focus_devs[0]
+        if dev.busy_flag and not dev.real_compute:
+            text = ("%s waits on GPU %d, which reads %.0f%% busy with %s: a communication kernel "
+                    "(NCCL) waiting for its peer, not compute" % (
+                        focus.label, dev.index, dev.util,
+                        "SM %.1f%%, tensor %.1f%%" % (dev.sm, dev.tensor or 0) if dev.has_gpm else "no GPM data"))
+            d.findings.append(finding("collective-on-gpu", text, focus))
+            evidence.append(text)
+    if category == "compilation":
+        active = [d.gpus[i] for i in shown if not d.gpus[i].idle]
+        if active:
+            evidence.append("GPU activity during compilation (%s) is expected: autotuning benchmarks run kernels"
+                            % ", ".join("GPU %d %.0f%%" % (g.index, g.util) for g in active))
+    if focus.kind == "dataloader" and category in ("io", "cpu", "locks"):
+        for dev in focus_devs or []:
+            if dev.idle:
+                text = "GPU %d idle: utilization %.0f%%, idle in %.0f%% of samples while the training loop waits " \
+                       "for its input pipeline" % (dev.index, dev.util, 100 * dev.idle_share)
+                evidence.append(text)
+                d.findings.append(finding("gpu-starved", text, focus))
+                phrase = "; GPU %d idle %.0f%% of the window" % (dev.index, 100 * dev.idle_share)
+    gpu = d.capture.get("gpu") or {}
+    for event in gpu.get("xid_events") or []:
+        d.findings.append(finding("xid", "Xid %s on GPU %s at %.1f s" % (event.get("xid"), event.get("device"),
+                                                                       event.get("t", 0))))
+    for dev_info in gpu.get("devices") or []:
+        start, end = dev_info.get("ecc_uncorrected_start"), dev_info.get("ecc_uncorrected_end")
+        if isinstance(start, int) and isinstance(end, int) and end > start:
+            d.findings.append(finding("ecc", "GPU %d: %d new uncorrected ECC errors during the window"
+                                      % (dev_info["index"], end - start)))
+    for dev in d.gpus.values():
+        slow = dev.clock_reasons & (0x8 | 0x40 | 0x80)
+        if slow:
+            from ..probes.gpu import reasons_text
+            d.findings.append(finding("gpu-throttled", "GPU %d clocks slowed by %s" % (
+                dev.index, ", ".join(reasons_text(slow)))))
+    return phrase
+
+
 def _rank_label(d, pid):
     return "%s (pid %d)" % (d.roles.get(pid), pid)
 
@@ -234,6 +312,10 @@ def _compile_episodes(view):
     return episodes
 
 
+class _NoView:
+    kind = None
+
+
 def _general_findings(d):
     cap = d.capture
     skipped = cap.get("skipped_children") or 0
@@ -252,6 +334,14 @@ def _general_findings(d):
         if not py.get("stacks"):
             d.findings.append(finding("no-python-stacks", "%s: no Python stacks (%s)"
                                       % (process_text(proc), py.get("reason") or "unknown"), pid=proc["pid"]))
+    workers = [p for p in d.procs.values() if d.roles.get(p["pid"]) == "compile-worker" and p.get("exited_at") is None]
+    if workers:
+        busy = [p for p in workers if (d.most_telling_thread(p["pid"]) or _NoView).kind in ("cpu", "compile")]
+        compiling = any(v.kind == "compile" for v in d.chain)
+        text = "inductor compile-worker pool: %d of %d workers busy" % (len(busy), len(workers))
+        if not busy and not compiling:
+            text += "; an idle pool is left over from earlier compiles and does not mean compiling"
+        d.findings.append(finding("compile-workers", text))
     if compilers:
         d.findings.append(finding("compiler-processes", "%d compiler/linker processes ran during the window (%s)" % (
             sum(compilers.values()), ", ".join("%s x%d" % (c, n) for c, n in compilers.most_common()))))

@@ -11,7 +11,7 @@ from ..knowledge import frames as frame_table
 from ..knowledge.syscalls import wait_kind, wchan_kind
 
 # Waits on another thread of the same process, known from Python frames.
-THREAD_WAIT_KINDS = ("thread-join", "queue-get", "queue-put", "condition", "event", "future")
+THREAD_WAIT_KINDS = ("thread-join", "queue-get", "queue-put", "condition", "event", "future", "semaphore")
 
 # Python-frame kinds and the kernel kinds they refine.
 FRAME_REFINES = {
@@ -21,6 +21,7 @@ FRAME_REFINES = {
     "condition": ("lock", "sleep", "poll", "other"),
     "event": ("lock", "sleep", "poll", "other"),
     "future": ("lock", "sleep", "poll", "other"),
+    "semaphore": ("lock", "sleep", "poll", "other"),
     "child": ("child", "pipe", "poll", "lock", "sleep", "other"),
     "ipc": ("pipe", "ipc", "poll", "lock", "other"),
     "network": ("network", "poll", "other"),

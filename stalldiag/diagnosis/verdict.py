@@ -10,6 +10,7 @@ import re
 from collections import Counter
 
 from ..knowledge.processes import match_process
+from .gpu import device_summaries
 from .threads import THREAD_WAIT_KINDS, thread_views
 
 # Thread kind -> verdict category when the culprit ends the chain in that kind.
@@ -119,6 +120,7 @@ class Diagnosis:
         self.workers = []
         self.rank_groups = None  # ([pids in the collective], [pids elsewhere]) once ranks are compared
         self.holders = _endpoint_holders(capture)
+        self.gpus = device_summaries(capture)
         self.unix_peers = {int(k): v for k, v in (capture.get("unix_peers") or {}).items()}
 
     # --- where to start ----------------------------------------------------------
@@ -185,7 +187,11 @@ class Diagnosis:
         ranked = sorted(others, key=lambda v: -(ACTIVITY_RANK.get(v.kind, 0) * v.share))
         if ranked and ACTIVITY_RANK.get(ranked[0].kind, 0) > 0:
             return ranked[0]
-        return None
+        # Nobody is busy: the thread that should signal may be sleeping.  Prefer
+        # threads running the user's own code over library helper threads.
+        sleepers = [v for v in others if v.kind in ("sleep", "poll") and v.user_frame()
+                    and not _library_only(v)]
+        return max(sleepers, key=lambda v: v.share) if sleepers else None
 
     def lock_cycle(self, view, seen):
         """Threads stuck on locks (in this process, or on a lock shared between processes)."""
@@ -241,7 +247,15 @@ class Diagnosis:
     def waited_peer(self, view, seen):
         """The process at the other end of the pipe or unix socket a thread waits on."""
         peers = Counter()
-        for target in _waited_targets(view):
+        targets = _waited_targets(view)
+        if not targets:
+            # Waiting on a futex for a helper thread that talks to the other
+            # process (multiprocessing.Pool's result handler, a Queue feeder):
+            # use the pipes its sibling threads wait on.
+            for sibling in self.by_pid.get(view.pid, []):
+                if sibling is not view:
+                    targets.extend(_waited_targets(sibling))
+        for target in targets:
             for pid in self.holders.get(target, ()):
                 if pid != view.pid:
                     peers[pid] += 1
@@ -250,6 +264,10 @@ class Diagnosis:
                 for pid in self.holders.get("socket:[%s]" % peer, ()) if peer else ():
                     if pid != view.pid:
                         peers[pid] += 2
+        if not peers:
+            for proc in self.procs.values():
+                if proc.get("ppid") == view.pid and proc.get("exited_at") is None:
+                    peers[proc["pid"]] += 1
         candidates = [self.most_telling_thread(pid, seen) for pid in peers]
         candidates = [c for c in candidates if c is not None]
         if not candidates:
@@ -283,12 +301,20 @@ class Diagnosis:
                 thread = self.main_thread(pid)
                 if thread is not None:
                     ranks[pid] = thread
-        waiting = {pid for pid, t in ranks.items() if t.kind in ("collective", "rendezvous")}
+        # A rank in the collective, or in the GPU sync right after an async NCCL
+        # collective, is waiting for its peers.
+        waiting = {pid for pid, t in ranks.items() if t.kind in ("collective", "rendezvous", "cuda")}
         outliers = [t for pid, t in ranks.items() if pid not in waiting and (t.pid, t.tid) not in seen]
         self.rank_groups = (sorted(waiting), sorted(t.pid for t in outliers))
         if outliers:
             return max(outliers, key=lambda v: (ACTIVITY_RANK.get(v.kind, 0) * v.share, -v.pid))
         return None
+
+    def gpu_wait(self, view, seen):
+        """A rank waiting on its GPU may wait on an NCCL kernel that waits for a hung peer."""
+        if not str(self.roles.get(view.pid, "")).startswith("rank "):
+            return None
+        return self.outlier_rank(view, seen)
 
     def compiling_child(self, view, seen):
         """A compiling thread that waits on gcc/ptxas or the compile workers: show the busiest."""
@@ -316,6 +342,7 @@ class Diagnosis:
         "condition": waited_thread,
         "event": waited_thread,
         "future": waited_thread,
+        "semaphore": waited_thread,
         "child": waited_child,
         "ipc": waited_peer,
         "pipe": waited_peer,
@@ -323,6 +350,7 @@ class Diagnosis:
         "collective": outlier_rank,
         "rendezvous": outlier_rank,
         "compile": compiling_child,
+        "cuda": gpu_wait,
     }
 
 
@@ -349,6 +377,12 @@ def _waited_targets(view):
             if target.startswith(("pipe:", "socket:")):
                 targets.append(target)
     return targets
+
+
+def _library_only(view):
+    """A thread whose every frame is library code (a pool's helper thread)."""
+    from ..knowledge.frames import is_library_file
+    return bool(view.top_stack) and all(is_library_file(f[1]) for f in view.top_stack)
 
 
 def _shared_futex(view):

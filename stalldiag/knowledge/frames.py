@@ -9,7 +9,7 @@ read leaf first; the first row that matches a frame gives the thread's
 inside DataLoader._next_data is both a queue wait and a DataLoader wait).
 
 Kinds used by the diagnosis:
-  lock, condition, event, queue-get, queue-put, thread-join, future: waits on
+  lock, semaphore, condition, event, queue-get, queue-put, thread-join, future: waits on
       another thread of the same process
   ipc: waits on another process (multiprocessing pipes, queues, managers)
   child: waits for a child program to finish or to answer
@@ -32,7 +32,7 @@ FRAME_PATTERNS = [
     _P("python", r"(^|/)threading\.py$", r"^(Event\.)?wait$",
        "event", "waits on a threading.Event"),
     _P("python", r"(^|/)threading\.py$", r"^((Bounded)?Semaphore\.)?acquire$",
-       "lock", "waits to acquire a threading.Semaphore"),
+       "semaphore", "waits on a threading.Semaphore for another thread to release it"),
     _P("python", r"(^|/)threading\.py$", r"^(_RLock\.)?(acquire|_acquire_restore)$",
        "lock", "waits to acquire a threading.RLock"),
     _P("python", r"(^|/)queue\.py$", r"^(Queue\.)?get$",
@@ -48,7 +48,7 @@ FRAME_PATTERNS = [
        r"^(Popen\.)?(wait|_wait|_try_wait|communicate|_communicate)$|^(run|call|check_call|check_output)$",
        "child", "waits for a child program"),
     _P("python", r"multiprocessing/connection\.py$",
-       r"^(Connection\.)?(recv|recv_bytes|_recv|_recv_bytes|poll|_poll)$|^wait$",
+       r"^((_ConnectionBase|Connection)\.)?(recv|recv_bytes|_recv|_recv_bytes|poll|_poll)$|^wait$",
        "ipc", "waits for a message from another process (multiprocessing Connection)"),
     _P("python", r"multiprocessing/queues\.py$", r"^(Queue\.)?get$",
        "ipc", "waits for an item on a multiprocessing.Queue"),
@@ -91,7 +91,7 @@ FRAMEWORK_PATTERNS = [
     _P("torch.compile", r"torch/_inductor/(compile_fx|graph|scheduler|lowering|codegen/|codecache|async_compile|"
        r"select_algorithm|autotune_process|fx_passes/|cpp_builder|runtime/triton_heuristics)", r".", "compile",
        "torch.compile (inductor) is generating or building kernels"),
-    _P("Triton", r"triton/(compiler/|runtime/(jit|autotuner|build))", r".", "compile",
+    _P("Triton", r"triton/(compiler/|backends/[^/]+/compiler\.py|runtime/(jit|autotuner|build))", r".", "compile",
        "Triton is compiling a kernel"),
     _P("JAX", r"jax/_src/(compiler|interpreters/pxla|dispatch)\.py$", r"compile|lower|backend_compile", "compile",
        "JAX/XLA is compiling"),

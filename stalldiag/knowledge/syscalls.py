@@ -90,7 +90,7 @@ FD_KIND_OVERRIDES = {
     "file": "io",
     "block": "io",
     "pipe": "pipe",
-    "fifo": "pipe",
+    "fifo": "io",       # a named pipe is a path the program opened: reading it waits like a read of a file
     "socket": "network",
     "unix": "ipc",
     "tty": "tty",

@@ -65,7 +65,7 @@ class GpuProbe:
         self.samples = []      # [t, device, gpu util %, mem util %, mem used, sm clock MHz, power W, reasons mask]
         self.gpm = []          # [t, device, sm_util, sm_occupancy, tensor_util, graphics_util]
         self.gpm_note = None
-        self.processes = {}    # host pid -> {"device": i, "used_memory": bytes}
+        self.processes = {}    # host pid -> {"devices": {index: used bytes}}
         self.process_util = {}  # host pid -> [[t, device, sm %, mem %], ...]
         self.xid_events = []
         self.notes = []
@@ -190,7 +190,8 @@ class GpuProbe:
             self.samples.append([t, index, util.gpu, util.memory, mem.used, clock,
                                  None if power is None else round(power / 1000.0, 1), reasons])
             for proc in self._running_processes(nvml, handle):
-                self.processes[proc.pid] = {"device": index, "used_memory": proc.usedGpuMemory}
+                entry = self.processes.setdefault(proc.pid, {"devices": {}})
+                entry["devices"][str(index)] = proc.usedGpuMemory
             self._sample_process_util(nvml, index, handle, t)
             if index in self._gpm_prev:
                 self._sample_gpm(nvml, index, handle, t)

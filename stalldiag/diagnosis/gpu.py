@@ -1,0 +1,95 @@
+"""What the GPUs did over the window, from the NVML samples of a capture.
+
+NVML "utilization" is the share of time any kernel ran: one spinning
+thread block reads 100%.  GPM (Hopper and newer) says how many SMs were
+busy and whether tensor cores worked, which separates real compute from a
+spinning or hung kernel.  Thresholds below were set from captures on H200s
+(fixtures/captures/gpu_*.json): a bf16 matmul loop read SM 96% / tensor 89%,
+a one-block spin kernel SM 0.76%, an NCCL kernel waiting for its peer SM 18% /
+tensor 0%.
+"""
+
+BUSY_FLAG = 90.0        # NVML utilization at or above: "a kernel is always running"
+IDLE = 5.0              # at or below: idle
+REAL_SM = 50.0          # GPM SM utilization that is real compute
+REAL_TENSOR = 10.0      # or tensor-core activity that is
+HUNG_SM = 5.0           # busy flag with SM activity under this: one stuck block
+
+
+def _mean(values):
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+class DeviceSummary:
+    def __init__(self, index, info, samples, gpm):
+        self.index = index
+        self.name = (info or {}).get("name", "GPU")
+        self.n = len(samples)
+        self.util = _mean([s[2] for s in samples])
+        self.idle_share = (sum(1 for s in samples if s[2] <= IDLE) / self.n) if self.n else None
+        self.busy_share = (sum(1 for s in samples if s[2] >= BUSY_FLAG) / self.n) if self.n else None
+        self.memory_used = samples[-1][4] if samples else None
+        self.sm = _mean([g[2] for g in gpm]) if gpm else None
+        self.occupancy = _mean([g[3] for g in gpm]) if gpm else None
+        self.tensor = _mean([g[4] for g in gpm]) if gpm else None
+        reasons = 0
+        for s in samples:
+            if len(s) > 7 and s[7]:
+                reasons |= s[7]
+        self.clock_reasons = reasons
+
+    @property
+    def has_gpm(self):
+        return self.sm is not None
+
+    @property
+    def busy_flag(self):
+        return self.util is not None and self.util >= BUSY_FLAG
+
+    @property
+    def real_compute(self):
+        return self.has_gpm and ((self.sm or 0) >= REAL_SM or (self.tensor or 0) >= REAL_TENSOR)
+
+    @property
+    def looks_hung(self):
+        return self.busy_flag and self.has_gpm and (self.sm or 0) < HUNG_SM and (self.tensor or 0) < 1
+
+    @property
+    def idle(self):
+        return self.util is not None and self.util <= IDLE
+
+    def text(self):
+        parts = ["GPU %d (%s): utilization %.0f%% (busy in %.0f%% of %d samples)"
+                 % (self.index, self.name, self.util or 0, 100 * (self.busy_share or 0), self.n)]
+        if self.has_gpm:
+            parts.append("SM activity %.1f%%, occupancy %.1f%%, tensor cores %.1f%% (GPM)"
+                         % (self.sm or 0, self.occupancy or 0, self.tensor or 0))
+        else:
+            parts.append("no GPM: SM activity not measured")
+        if self.memory_used is not None:
+            parts.append("%.1f GiB used" % (self.memory_used / 2 ** 30))
+        return ", ".join(parts)
+
+
+def device_summaries(capture):
+    gpu = capture.get("gpu") or {}
+    if not gpu.get("available"):
+        return {}
+    infos = {d.get("index"): d for d in gpu.get("devices") or []}
+    out = {}
+    for index in sorted({s[1] for s in gpu.get("samples") or []} | set(infos)):
+        samples = [s for s in gpu.get("samples") or [] if s[1] == index]
+        gpm = [g for g in gpu.get("gpm") or [] if g[1] == index]
+        out[index] = DeviceSummary(index, infos.get(index), samples, gpm)
+    return out
+
+
+def devices_of(capture, pid):
+    """GPU indices a process holds memory on (NVML), or []."""
+    info = ((capture.get("gpu") or {}).get("processes") or {}).get(str(pid))
+    if not info:
+        return []
+    if "devices" in info:
+        return sorted(int(i) for i in info["devices"])
+    return [info["device"]]
