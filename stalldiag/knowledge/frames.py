@@ -33,16 +33,12 @@ FRAME_PATTERNS = [
        "event", "waits on a threading.Event"),
     _P("python", r"(^|/)threading\.py$", r"^((Bounded)?Semaphore\.)?acquire$",
        "semaphore", "waits on a threading.Semaphore for another thread to release it"),
-    _P("python", r"(^|/)threading\.py$", r"^(_RLock\.)?(acquire|_acquire_restore)$",
-       "lock", "waits to acquire a threading.RLock"),
     _P("python", r"(^|/)queue\.py$", r"^(Queue\.)?get$",
        "queue-get", "waits for an item on a queue.Queue"),
     _P("python", r"(^|/)queue\.py$", r"^(Queue\.)?put$",
        "queue-put", "waits for room on a full queue.Queue"),
     _P("python", r"concurrent/futures/_base\.py$", r"^(Future\.)?(result|exception)$|^(wait|as_completed)$",
        "future", "waits for a concurrent.futures result"),
-    _P("python", r"concurrent/futures/thread\.py$", r"^(ThreadPoolExecutor\.)?shutdown$",
-       "thread-join", "waits for a thread pool to finish"),
     # --- other processes -----------------------------------------------------------
     _P("python", r"(^|/)subprocess\.py$",
        r"^(Popen\.)?(wait|_wait|_try_wait|communicate|_communicate)$|^(run|call|check_call|check_output)$",
@@ -61,14 +57,10 @@ FRAME_PATTERNS = [
     # --- sockets and event loops ------------------------------------------------------
     _P("python", r"(^|/)socket\.py$", r"^(socket\.)?(accept|readinto|recv_into)$|^(SocketIO\.)?readinto$|^create_connection$",
        "network", "waits on a socket"),
-    _P("python", r"(^|/)ssl\.py$", r"^(SSLSocket\.)?(recv|recv_into|read|do_handshake)$",
-       "network", "waits on a TLS socket"),
     _P("python", r"http/client\.py$", r"^(HTTPResponse\.)?(begin|_read_status|read)$|^(HTTPConnection\.)?getresponse$",
        "network", "waits for an HTTP response"),
     _P("python", r"(^|/)selectors\.py$", r"^(\w+Selector\.)?select$",
        "poll", "waits in a selector (event loop or socket wait)"),
-    # --- sleeping -------------------------------------------------------------------
-    _P("python", r"asyncio/tasks\.py$", r"^sleep$", "sleep", "asyncio.sleep"),
 ]
 
 # Framework frames.  These give *context*: a thread with any of them on its

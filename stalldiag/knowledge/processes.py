@@ -17,10 +17,6 @@ PROCESS_PATTERNS = [
     _P("torch.distributed", "comm", r"pt_elastic", "launcher", "torchrun's elastic agent (renamed main thread)"),
     _P("torch.distributed", "cmdline", r"torch[./]distributed[./](run|launch)\b|(^|/)torchrun\b", "launcher",
        "torchrun / elastic agent that starts the ranks"),
-    _P("deepspeed", "cmdline", r"(^|/)deepspeed\b|deepspeed[./]launcher", "launcher", "DeepSpeed launcher"),
-    _P("accelerate", "cmdline", r"(^|/)accelerate\s+launch\b|accelerate[./]commands[./]launch", "launcher",
-       "Hugging Face accelerate launcher"),
-    _P("mpi", "comm", r"mpirun|mpiexec|orterun|prterun|srun|hydra_pmi_proxy", "launcher", "MPI / Slurm launcher"),
     _P("shell", "comm", r"bash|sh|dash|zsh|ksh|fish", "launcher", "a shell running the job"),
     _P("torch.compile", "cmdline", r"torch[./]_inductor[./]compile_worker", "compile-worker",
        "inductor's compile-worker pool (SubprocPool sidecar or its workers)"),
@@ -31,10 +27,11 @@ PROCESS_PATTERNS = [
 _COMPILED = [(row, re.compile(row.pattern)) for row in PROCESS_PATTERNS]
 
 
-def match_process(comm, cmdline):
+def match_process(comm, cmdline, rows=None):
     """The first row matching a process, or None."""
     joined = " ".join(cmdline or [])
-    for row, regex in _COMPILED:
+    compiled = _COMPILED if rows is None else [(row, re.compile(row.pattern)) for row in rows]
+    for row, regex in compiled:
         if row.field == "comm":
             if comm and regex.fullmatch(comm):
                 return row

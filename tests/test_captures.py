@@ -1,0 +1,102 @@
+"""Saved captures replay through the diagnosis on any machine (CI has no GPU).
+
+The GPU captures were taken on NVIDIA H200s by tools/gpu_proof.sh; the others on
+CPU by tools/record_captures.py.  Each row says what a reader of the report must
+see: the category, who the culprit is (by role and thread), and the evidence.
+"""
+import json
+
+import pytest
+
+from conftest import CAPTURES, run_stalldiag
+from stalldiag.capture import load_report
+from stalldiag.report import build_report
+
+
+def replay(name):
+    return build_report(load_report(str(CAPTURES / (name + ".json"))))
+
+
+def culprit_role(report):
+    return next(p["role"] for p in report["processes"] if p["pid"] == report["verdict"]["pid"])
+
+
+def culprit_thread(report):
+    proc = next(p for p in report["processes"] if p["pid"] == report["verdict"]["pid"])
+    return next(t for t in proc["threads"] if t["tid"] == report["verdict"]["tid"])
+
+
+def text(report):
+    return "\n".join([report["verdict"]["summary"]] + report["verdict"]["evidence"]
+                     + [f["summary"] for f in report["findings"]])
+
+
+def finding_kinds(report):
+    return {f["kind"] for f in report["findings"]}
+
+
+# name, category, culprit role, culprit thread name (None: any), evidence fragments, finding kinds
+EXPECTED = [
+    ("deadlock", "locks", "main", "writer", ["holds lock_a and wants lock_b"], {"deadlock"}),
+    ("cpu_loop", "cpu", "main", "MainThread", ["collatz_forever"], set()),
+    ("sleep_loop", "sleep", "main", "MainThread", ["clock_nanosleep"], set()),
+    ("wait_child", "subprocess", "child", None, ["wait4", "sleep 600"], set()),
+    ("blocked_open", "io", "main", "MainThread", ["openat", "shard.fifo"], set()),
+    ("producer_stuck_read", "io", "main", "producer", ["read_record", "records.fifo"], set()),
+    ("mp_lock_deadlock", "locks", "child", None, ["across processes"], {"deadlock"}),
+    ("dataloader_cpu_bound", "cpu", "dataloader-worker", None, ["augment_sample", "training loop is starved"],
+     {"dataloader-starved"}),
+    ("dataloader_slow_io", "io", "dataloader-worker", None, ["sample-", "MB/s from storage"],
+     {"dataloader-starved", "d-state"}),
+    ("compile_fresh_cache", "compilation", None, None, ["compiling"], {"compiling"}),
+    ("gloo_hang", "collective", "rank 1", None, ["stuck_in_data_prep", "all_reduce"], set()),
+    ("rendezvous_missing_rank", "collective", "rank 0", None, ["ranks 1 never started"], {"missing-ranks"}),
+    ("thread_join", "cpu", "main", "worker", ["crunch_numbers"], set()),
+    ("mp_pool", "cpu", "child", None, ["score_batch"], set()),
+    ("mp_connection", "sleep", "child", None, ["prepare_reply"], set()),
+    ("asyncio_selector", "network", "main", "MainThread", ["ESTABLISHED"], set()),
+    ("http_wait", "network", "main", "MainThread", ["ESTABLISHED"], set()),
+    ("semaphore", "cpu", "main", "worker", ["crunch_numbers"], set()),
+    ("queue_put", "cpu", "main", "worker", ["crunch_numbers"], set()),
+    ("mp_process_join", "subprocess", "child", None, ["long_task"], set()),
+    ("shell_launcher", "sleep", "main", "MainThread", ["poll_for_work"], set()),
+    # --- measured on H200 GPUs ---
+    ("gpu_matmul", "cuda", "main", "MainThread", ["SM activity 96", "GPU-bound"], {"gpu-bound"}),
+    ("gpu_spin_kernel", "cuda", "main", "MainThread", ["looks hung", "SM activity 0.8%"], {"hung-kernel"}),
+    ("gpu_starved_dataloader", "cpu", "dataloader-worker", None, ["decode_and_augment", "GPU 0 idle"],
+     {"gpu-starved", "dataloader-starved"}),
+    ("gpu_compile_autotune", "compilation", None, None, ["autotuning", "compiling"], {"compiling", "compile-workers"}),
+    ("jax_compile", "compilation", "main", "MainThread", ["compiling"], {"compiling"}),
+    ("nccl_hang", "collective", "rank 1", None, ["stuck_in_data_prep", "not compute"], {"collective-on-gpu"}),
+]
+
+
+@pytest.mark.parametrize("name,category,role,thread,fragments,findings", EXPECTED, ids=[e[0] for e in EXPECTED])
+def test_capture_replays_to_the_measured_verdict(name, category, role, thread, fragments, findings):
+    report = replay(name)
+    assert report["verdict"]["category"] == category, report["verdict"]["summary"]
+    if role:
+        assert culprit_role(report) == role
+    if thread:
+        assert culprit_thread(report)["name"] == thread
+    for fragment in fragments:
+        assert fragment in text(report)
+    assert findings <= finding_kinds(report)
+
+
+@pytest.mark.parametrize("name", ["gpu_matmul", "gpu_spin_kernel", "gpu_starved_dataloader",
+                                  "gpu_compile_autotune", "nccl_hang"])
+def test_gpu_captures_through_stalldiag_report(name, tmp_path):
+    out = tmp_path / (name + ".md")
+    proc = run_stalldiag("report", CAPTURES / (name + ".json"), "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    md = out.read_text()
+    assert "## GPU" in md and "NVIDIA H200" in md
+    assert json.loads((CAPTURES / (name + ".json")).read_text())["capture"]["gpu"]["gpm"]
+
+
+def test_nccl_capture_names_both_ranks_gpus():
+    report = replay("nccl_hang")
+    gpu_text = [e for e in report["verdict"]["evidence"] if e.startswith("GPU ")]
+    assert any(e.startswith("GPU 0") and "utilization 100%" in e for e in gpu_text)
+    assert any(e.startswith("GPU 1") and "utilization 0%" in e for e in gpu_text)

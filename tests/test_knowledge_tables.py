@@ -1,0 +1,55 @@
+"""Every row of the knowledge tables matches something real in a saved capture.
+
+A row nobody has seen is a guess; this keeps the tables honest.  Captures are
+recorded from the workloads in fixtures/workloads (tools/record_captures.py,
+tools/gpu_proof.sh).
+"""
+import json
+
+import pytest
+
+from conftest import CAPTURES
+from stalldiag.knowledge import frames as frame_table
+from stalldiag.knowledge import processes as process_table
+
+
+def _captures():
+    for path in sorted(CAPTURES.glob("*.json")):
+        yield path.name, json.loads(path.read_text())["capture"]
+
+
+CAPTURE_DATA = list(_captures())
+
+
+def _frames():
+    for name, cap in CAPTURE_DATA:
+        for frame in cap["frames"]:
+            yield name, frame
+
+
+def _row_id(row):
+    return "%s:%s:%s" % (row.framework, row.kind, row.function[:30])
+
+
+@pytest.mark.parametrize("row", frame_table.FRAME_PATTERNS + frame_table.FRAMEWORK_PATTERNS, ids=_row_id)
+def test_frame_row_matches_a_captured_frame(row):
+    found = [name for name, frame in _frames()
+             if frame_table.match_frame(frame[0], frame[1], rows=[row]) is not None]
+    assert found, "no saved capture has a frame matching %s" % (row,)
+
+
+@pytest.mark.parametrize("row", process_table.PROCESS_PATTERNS, ids=lambda r: "%s:%s" % (r.framework, r.role))
+def test_process_row_matches_a_captured_process(row):
+    found = []
+    for name, cap in CAPTURE_DATA:
+        for proc in cap["processes"]:
+            if process_table.match_process(proc.get("comm"), proc.get("cmdline"), rows=[row]) is not None:
+                found.append(name)
+    assert found, "no saved capture has a process matching %s" % (row,)
+
+
+@pytest.mark.parametrize("pattern", frame_table.SOURCE_PATTERNS, ids=lambda p: p[0])
+def test_source_pattern_matches_a_captured_line(pattern):
+    regex = pattern[1]
+    lines = [f[3]["code"] for _n, f in _frames() if len(f) > 3 and isinstance(f[3], dict)]
+    assert any(regex.search(line) for line in lines)

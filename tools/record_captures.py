@@ -1,0 +1,121 @@
+"""Record a JSON report of each CPU workload into fixtures/captures/ (run by hand, as root).
+
+    python3 tools/record_captures.py [name ...]
+
+The captures replay through the diagnosis in tests/test_captures.py, on any
+machine, and prove that each row of the knowledge tables matches something
+real (tests/test_knowledge_tables.py).  GPU captures come from
+tools/gpu_proof.sh on the GPU machine.
+"""
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORKLOADS = os.path.join(ROOT, "fixtures", "workloads")
+CAPTURES = os.path.join(ROOT, "fixtures", "captures")
+TMP = tempfile.mkdtemp(prefix="stalldiag-captures-")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def py(script, *args):
+    return [sys.executable, "-u", script] + [str(a) for a in args]
+
+
+def torchrun(script):
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+            "--master_port=%d" % free_port(), script]
+
+
+# name -> (argv, settle seconds, inspect duration)
+CASES = {
+    "deadlock": (py("deadlock.py"), 0.3, 2),
+    "cpu_loop": (py("cpu_loop.py"), 0.3, 2),
+    "sleep_loop": (py("sleep_loop.py"), 0.3, 2),
+    "wait_child": (py("wait_child.py"), 0.3, 2),
+    "blocked_open": (py("blocked_open.py", os.path.join(TMP, "shard.fifo")), 0.3, 2),
+    "producer_stuck_read": (py("producer_stuck_read.py", os.path.join(TMP, "records.fifo")), 0.3, 2),
+    "mp_lock_deadlock": (py("mp_lock_deadlock.py"), 0.3, 2),
+    "dataloader_cpu_bound": (py("dataloader_cpu_bound.py"), 1.0, 3),
+    "dataloader_slow_io": (py("dataloader_slow_io.py", os.path.join(TMP, "data")), 1.5, 4),
+    "compile_fresh_cache": (py("compile_fresh_cache.py"), 2.0, 4),
+    "gloo_hang": (torchrun("gloo_hang.py"), 1.0, 3),
+    "thread_join": (py("thread_waits.py", "join"), 0.3, 2),
+    "mp_pool": (py("mp_waits.py", "pool"), 0.5, 2),
+    "mp_connection": (py("mp_waits.py", "connection"), 0.3, 2),
+    "mp_process_join": (py("mp_waits.py", "process-join"), 0.3, 2),
+    "semaphore": (py("thread_waits.py", "semaphore"), 0.3, 2),
+    "queue_put": (py("thread_waits.py", "queue-put"), 0.3, 2),
+    "shell_launcher": (["bash", "-c", "%s -u sleep_loop.py; exit 0" % sys.executable], 0.5, 2),
+    "http_wait": None,  # needs a server; see record_with_server
+    "asyncio_selector": None,  # needs a server; see record_with_server
+}
+
+
+def wait_ready(popen, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if select.select([popen.stdout], [], [], 0.5)[0]:
+            line = popen.stdout.readline()
+            if line.startswith("READY"):
+                return True
+            if not line and popen.poll() is not None:
+                return False
+    return False
+
+
+def record(name, argv, settle, duration, env=None):
+    popen = subprocess.Popen(argv, cwd=WORKLOADS, stdout=subprocess.PIPE, text=True,
+                             start_new_session=True, env=env)
+    try:
+        if not wait_ready(popen):
+            print("%s: workload never became ready" % name)
+            return
+        time.sleep(settle)
+        out = os.path.join(CAPTURES, name + ".json")
+        proc = subprocess.run([sys.executable, "-m", "stalldiag", "inspect", str(popen.pid), "--children",
+                               "--duration", str(duration), "-o", out], capture_output=True, text=True, cwd=ROOT)
+        os.chmod(out, 0o644)
+        print("%s: %s" % (name, proc.stdout.splitlines()[0] if proc.stdout else proc.stderr.strip()))
+    finally:
+        os.killpg(popen.pid, signal.SIGKILL)
+        popen.wait()
+
+
+def record_with_server(name, mode):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    try:
+        record(name, py("net_waits.py", mode, server.getsockname()[1]), 0.5, 2)
+    finally:
+        server.close()
+
+
+def main():
+    wanted = sys.argv[1:] or list(CASES)
+    for name in wanted:
+        if name == "asyncio_selector":
+            record_with_server(name, "selector")
+        elif name == "http_wait":
+            record_with_server(name, "http")
+        elif name == "rendezvous_missing_rank":
+            port = free_port()
+            env = dict(os.environ, RANK="0", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+            record(name, py("rendezvous_missing_rank.py", port), 1.0, 2, env=env)
+        else:
+            record(name, *CASES[name])
+
+
+if __name__ == "__main__":
+    main()
