@@ -1,12 +1,12 @@
 """The JSON report: the stable contract other tools read, built from capture + diagnosis."""
 from .diagnosis import diagnose
+from .diagnosis.gpu import devices_of, visible_devices
 
 
 def build_report(capture):
     result = diagnose(capture)
     roles = result["roles"]
     processes = []
-    gpu_processes = (capture.get("gpu") or {}).get("processes") or {}
     for proc in capture.get("processes") or []:
         threads = []
         for thread in proc.get("threads") or []:
@@ -22,9 +22,7 @@ def build_report(capture):
                 "stack_samples": summary.get("stack_samples"),
                 "residency": summary.get("residency"),
             })
-        gpu_use = gpu_processes.get(str(proc["pid"]))
-        if gpu_use and "device" in gpu_use:  # captures before per-device memory
-            gpu_use = {"devices": {str(gpu_use["device"]): gpu_use.get("used_memory")}}
+        gpu_use = _gpu_use(capture, proc)
         processes.append({
             "pid": proc["pid"],
             "ppid": proc.get("ppid"),
@@ -74,3 +72,23 @@ def _process_residency(threads):
     if not n:
         return {}
     return {k: round(v / n, 3) for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}
+
+
+def _gpu_use(capture, proc):
+    """Which GPUs a process uses, its memory and SM utilization samples there."""
+    gpu = capture.get("gpu") or {}
+    if not gpu.get("available"):
+        return None
+    devices = devices_of(capture, proc["pid"])
+    info = (gpu.get("processes") or {}).get(str(proc["pid"])) or {}
+    memory = info.get("devices") or ({str(info["device"]): info.get("used_memory")} if "device" in info else {})
+    util = (gpu.get("process_util") or {}).get(str(proc["pid"])) or []
+    visible = visible_devices(proc.get("env"), gpu.get("devices") or [])
+    if not devices and not util and visible is None:
+        return None
+    return {
+        "devices": devices,
+        "memory": memory,
+        "sm_util_mean": round(sum(u[2] for u in util) / len(util), 1) if util else None,
+        "cuda_visible_devices": visible,
+    }

@@ -100,3 +100,30 @@ def test_nccl_capture_names_both_ranks_gpus():
     gpu_text = [e for e in report["verdict"]["evidence"] if e.startswith("GPU ")]
     assert any(e.startswith("GPU 0") and "utilization 100%" in e for e in gpu_text)
     assert any(e.startswith("GPU 1") and "utilization 0%" in e for e in gpu_text)
+
+
+def test_gpu_of_a_process_outside_nvmls_pid_view_comes_from_its_device_files():
+    """In a container NVML's host PIDs match nothing: the open /dev/nvidiaN files still do."""
+    from stalldiag.diagnosis.gpu import devices_of, visible_devices
+    cap = load_report(str(CAPTURES / "nccl_hang.json"))
+    rank1 = next(p for p in cap["processes"] if p["env"].get("RANK") == "1")
+    assert devices_of(cap, rank1["pid"]) == [1]          # NVML's own answer
+    cap["gpu"]["processes"] = {}
+    for dev in cap["gpu"]["devices"]:
+        dev["minor_number"] = dev["index"]
+    # CUDA opens every visible device node, so without NVML this is "may use"
+    assert devices_of(cap, rank1["pid"]) == [0, 1]
+    devices = cap["gpu"]["devices"]
+    assert visible_devices({"CUDA_VISIBLE_DEVICES": "1"}, devices) == [1]
+    assert visible_devices({"CUDA_VISIBLE_DEVICES": devices[0]["uuid"][:12]}, devices) == [0]
+    assert visible_devices({}, devices) is None
+
+
+def test_native_threads_are_shown_by_name_with_their_state():
+    report = replay("nccl_hang")
+    rank0 = next(p for p in report["processes"] if p["role"] == "rank 0")
+    names = {t["name"]: t for t in rank0["threads"]}
+    native = [n for n in names if n.startswith(("pt_nccl", "cuda-EvtHandlr", "pt_elastic", "pt_tcpstore"))]
+    assert native, sorted(names)
+    for name in native:
+        assert names[name]["residency"], name   # /proc state even without Python frames

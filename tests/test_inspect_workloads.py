@@ -133,3 +133,11 @@ def test_single_snapshot_with_duration_zero(launch):
     report = inspect_json(w.pid, duration=0)
     assert report["window"]["samples"] == 1
     assert report["verdict"]["category"] == "locks"
+
+
+def test_native_frames_are_opt_in_and_say_they_pause_the_target(launch):
+    w = launch("cpu_loop.py")
+    report = inspect_json(w.pid, "--native")
+    assert any("--native" in line and "paused" in line for line in report["limitations"])
+    assert report["verdict"]["category"] == "cpu"
+    assert "collatz_forever" in evidence(report)

@@ -86,10 +86,40 @@ def device_summaries(capture):
 
 
 def devices_of(capture, pid):
-    """GPU indices a process holds memory on (NVML), or []."""
-    info = ((capture.get("gpu") or {}).get("processes") or {}).get(str(pid))
-    if not info:
-        return []
-    if "devices" in info:
-        return sorted(int(i) for i in info["devices"])
-    return [info["device"]]
+    """GPU indices a process uses: NVML's process list, else its open /dev/nvidiaN files.
+
+    NVML names host PIDs, so inside a container's PID namespace a process is
+    not found there; the device files it holds open name its GPUs anyway
+    (N is the device's minor number).
+    """
+    gpu = capture.get("gpu") or {}
+    info = (gpu.get("processes") or {}).get(str(pid))
+    if info:
+        if "devices" in info:
+            return sorted(int(i) for i in info["devices"])
+        return [info["device"]]
+    proc = next((p for p in capture.get("processes") or [] if p.get("pid") == pid), None)
+    by_minor = {d.get("minor_number"): d.get("index") for d in gpu.get("devices") or []
+                if d.get("minor_number") is not None}
+    found = []
+    for target in (proc or {}).get("endpoints") or {}:
+        suffix = target[len("/dev/nvidia"):] if target.startswith("/dev/nvidia") else ""
+        if suffix.isdigit() and int(suffix) in by_minor:
+            found.append(by_minor[int(suffix)])
+    return sorted(set(found))
+
+
+def visible_devices(env, devices):
+    """Physical GPU indices a process may use, from CUDA_VISIBLE_DEVICES (indices or UUIDs)."""
+    value = (env or {}).get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return None
+    out = []
+    for item in value.split(","):
+        item = item.strip()
+        if item.isdigit():
+            out.append(int(item))
+        elif item:
+            match = [d["index"] for d in devices if d.get("uuid", "").startswith(item)]
+            out.extend(match)
+    return out

@@ -153,8 +153,11 @@ def match_stack(frames):
 def is_library_file(filename):
     """A frame from the standard library or site-packages (not the user's code)."""
     f = filename or ""
-    return ("/lib/python" in f or "site-packages" in f or "dist-packages" in f
-            or f.startswith("<frozen"))
+    if f.startswith("<"):
+        return f.startswith("<frozen")   # <string>, <stdin> are the user's own code
+    if not f.endswith((".py", ".pyw")):
+        return True                      # a native frame (--native): libc.so.6, libtorch.so
+    return "/lib/python" in f or "site-packages" in f or "dist-packages" in f
 
 
 def framework_context(frames):

@@ -122,6 +122,8 @@ class GpuProbe:
             "pci_bus_id": _text(getattr(_try(nvml.nvmlDeviceGetPciInfo, handle), "busId", b"")),
             "memory_total": mem.total,
             "mig_mode": None if mig is None else bool(mig[0]),
+            # /dev/nvidiaN: a process holding that file uses this GPU, whatever PID namespace it is in
+            "minor_number": _try(nvml.nvmlDeviceGetMinorNumber, handle),
             "architecture": arch,
             "ecc_uncorrected_start": ecc,
         }

@@ -1,5 +1,5 @@
 """Markdown for tickets: verdict first, then evidence, tables, stacks, syscalls, GPU."""
-from .common import PROCESS_HEADER, process_rows, short_frame, thread_stacks
+from .common import PROCESS_HEADER, gpu_rows, process_rows, short_frame, thread_stacks
 
 
 def _md_table(header, rows):
@@ -60,8 +60,17 @@ def render(report):
     gpu = (report.get("capture") or {}).get("gpu") or {}
     out += ["", "## GPU", ""]
     if gpu.get("available"):
-        out += _md_table(["index", "name", "memory total"],
-                         [[d["index"], d["name"], "%.1f GiB" % (d["memory_total"] / 2**30)] for d in gpu.get("devices") or []])
+        out += _md_table(["index", "name", "util mean", "SM (GPM)", "tensor (GPM)", "memory used / total",
+                          "MIG", "ECC uncorrected"], gpu_rows(report))
+        if gpu.get("gpm_note"):
+            out += ["", gpu["gpm_note"]]
+        users = [[p["pid"], p.get("role"), ", ".join(map(str, p["gpu"]["devices"])) or "-",
+                  ", ".join("GPU %s %.1f GiB" % (k, (v or 0) / 2**30) for k, v in (p["gpu"].get("memory") or {}).items())
+                  or "-", p["gpu"].get("sm_util_mean") if p["gpu"].get("sm_util_mean") is not None else "-"]
+                 for p in report.get("processes") or [] if p.get("gpu")]
+        if users:
+            out += ["", "Processes on GPUs:", ""]
+            out += _md_table(["pid", "role", "GPUs", "memory", "SM util mean"], users)
     else:
         out.append("GPU: not available (%s)" % gpu.get("reason"))
     if report.get("limitations"):
