@@ -13,6 +13,8 @@ Layout (schema_version 1):
   frames[]                           [function, file, line]
   stacks[]                           [frame index, ...] leaf first
   gpu                                NVML devices, samples, per-process memory
+  exact_syscalls                     with --syscalls exact: backend, counted span,
+                                     counts [[pid, tid or null, {syscall: n}], ...]
   limitations[]                      what could not be observed, and why
 """
 import json
@@ -24,7 +26,7 @@ SCHEMA_VERSION = 1
 
 
 def build(tool_version, host, request, window, records, profiles, frames, stack_failure,
-          gpu, skipped_children, limitations, unix_peers=None):
+          gpu, skipped_children, limitations, unix_peers=None, exact=None):
     stack_table = []
     stack_index = {}
     processes = []
@@ -71,6 +73,7 @@ def build(tool_version, host, request, window, records, profiles, frames, stack_
         "gpu": gpu,
         "skipped_children": skipped_children,
         "unix_peers": _peers_in(processes, unix_peers or {}),
+        "exact_syscalls": exact,
         "limitations": limitations,
     }
 

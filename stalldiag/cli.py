@@ -70,6 +70,11 @@ class Progress:
         sys.stderr.flush()
         self.shown = True
 
+    def notice(self, message):
+        if self.enabled:
+            sys.stderr.write(message + "\n")
+            sys.stderr.flush()
+
     def clear(self):
         if self.shown:
             sys.stderr.write("\r" + " " * 78 + "\r")
@@ -118,7 +123,11 @@ def cli():
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report on stdout instead of the summary.")
 @click.option("--native", is_flag=True,
               help="Add native frames (py-spy --native). This pauses the target at each sample: opt-in.")
-def inspect(pid, children, duration, rate, outputs, as_json, native):
+@click.option("--syscalls", type=click.Choice(["sampled", "exact"]), default="sampled", show_default=True,
+              help="exact: also count every syscall of every thread (bpftrace, perf or strace).")
+@click.option("--syscalls-backend", type=click.Choice(["bpftrace", "perf", "strace"]), default=None,
+              help="Force one exact-count backend instead of the least intrusive that works.")
+def inspect(pid, children, duration, rate, outputs, as_json, native, syscalls, syscalls_backend):
     """Sample process PID (and with --children its whole tree) and say what it waits on."""
     from .session import Inspection
     try:
@@ -126,7 +135,8 @@ def inspect(pid, children, duration, rate, outputs, as_json, native):
         progress = Progress()
         with StopOnSignal() as stop:
             inspection = Inspection(pid, children=children, duration=duration, rate=rate, native=native,
-                                    progress=progress, stop_flag=stop)
+                                    progress=progress, stop_flag=stop, syscalls=syscalls,
+                                    syscall_backend=syscalls_backend, notice=progress.notice)
             if native:
                 inspection.limitations.append("--native: py-spy paused the target briefly at each sample "
                                               "(native unwinding cannot run non-blocking)")

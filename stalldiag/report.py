@@ -7,6 +7,10 @@ def build_report(capture):
     result = diagnose(capture)
     roles = result["roles"]
     processes = []
+    exact = capture.get("exact_syscalls") or None
+    exact_by_thread = {}
+    for pid, tid, per in (exact or {}).get("counts") or []:
+        exact_by_thread[(pid, tid)] = per
     for proc in capture.get("processes") or []:
         threads = []
         for thread in proc.get("threads") or []:
@@ -22,6 +26,8 @@ def build_report(capture):
                 "stack_samples": summary.get("stack_samples"),
                 "residency": summary.get("residency"),
             })
+            if exact is not None:
+                threads[-1]["syscall_counts"] = _with_always_shown(exact_by_thread.get((proc["pid"], thread["tid"])))
         gpu_use = _gpu_use(capture, proc)
         processes.append({
             "pid": proc["pid"],
@@ -38,6 +44,8 @@ def build_report(capture):
             "exited_at": proc.get("exited_at"),
             "env": proc.get("env") or {},
             "residency": _process_residency(threads),
+            "syscall_counts": None if exact is None else _with_always_shown(
+                _sum_counts(per for (pid, _tid), per in exact_by_thread.items() if pid == proc["pid"])),
             "gpu": gpu_use,
             "threads": threads,
         })
@@ -54,6 +62,9 @@ def build_report(capture):
         "chain_text": result["chain_text"],
         "findings": result["findings"],
         "processes": processes,
+        "syscall_counts": None if exact is None else {
+            "backend": exact.get("backend"), "counted_s": exact.get("counted_s"), "notes": exact.get("notes"),
+            "tree": _with_always_shown(_sum_counts(exact_by_thread.values()))},
         "gpus": gpu.get("devices") or [],
         "gpu_available": gpu.get("available", False),
         "limitations": capture.get("limitations") or [],
@@ -92,3 +103,20 @@ def _gpu_use(capture, proc):
         "sm_util_mean": round(sum(u[2] for u in util) / len(util), 1) if util else None,
         "cuda_visible_devices": visible,
     }
+
+
+def _sum_counts(dicts):
+    total = {}
+    for per in dicts:
+        for name, n in (per or {}).items():
+            total[name] = total.get(name, 0) + n
+    return total
+
+
+def _with_always_shown(counts):
+    """futex, read and openat are always present (0 when none), the rest by count."""
+    from .probes.syscall_counts import ALWAYS_SHOWN
+    counts = dict(counts or {})
+    ordered = {name: counts.pop(name, 0) for name in ALWAYS_SHOWN}
+    ordered.update(sorted(counts.items(), key=lambda kv: -kv[1]))
+    return ordered

@@ -28,7 +28,7 @@ class Interrupted(Exception):
 
 class Inspection:
     def __init__(self, pid, children=False, duration=10.0, rate=10.0, native=False,
-                 progress=None, stop_flag=None):
+                 progress=None, stop_flag=None, syscalls="sampled", syscall_backend=None, notice=None):
         self.pid = pid
         self.children = children
         self.duration = max(0.0, float(duration))
@@ -37,6 +37,9 @@ class Inspection:
         self.progress = progress
         self.stop_flag = stop_flag or (lambda: None)
         self.limitations = []
+        self.syscalls = syscalls
+        self.syscall_backend = syscall_backend
+        self.notice = notice or (lambda message: None)
 
     def run(self):
         root_stat = targets.check_target(self.pid)
@@ -51,6 +54,16 @@ class Inspection:
         else:
             skipped_children = len(_safe_descendants(self.pid))
 
+        counter = None
+        if self.syscalls == "exact" and self.duration == 0:
+            self.limitations.append("--syscalls exact needs a window: no counts with --duration 0")
+        elif self.syscalls == "exact":
+            counter = self._start_exact_counts(sampler)
+        if counter is not None:
+            # the window starts once counting runs, so both cover the same span
+            t0 = time.monotonic()
+            sampler.t0 = t0
+            wall_start = time.time()
         stacks = StackProbe(self.pid, subprocesses=self.children, rate=min(self.rate, 100),
                             duration=self.duration, native=self.native)
         stack_started = stacks.start() if self.duration > 0 else False
@@ -91,6 +104,7 @@ class Inspection:
                     time.sleep(max(0.0, min(next_tick, next_rescan if self.children else next_tick)
                                    - (time.monotonic() - t0)))
         finally:
+            exact = self._stop_exact_counts(counter, t0)
             sampler.finish()
             if stack_started or self.duration == 0:
                 if self.duration == 0:
@@ -132,7 +146,41 @@ class Inspection:
             skipped_children=skipped_children,
             limitations=self.limitations,
             unix_peers=unix_peers,
+            exact=exact,
         )
+
+    def _start_exact_counts(self, sampler):
+        from .probes import syscall_counts
+        backend, tried = syscall_counts.choose_backend(self.syscall_backend)
+        if backend is None:
+            self.limitations.append("--syscalls exact: no backend works here (tried %s; install bpftrace, "
+                                    "linux-perf or strace, and run as root)" % (", ".join(tried) or "none"))
+            return None
+        self.notice("stalldiag: attaching exact syscall counting (%s)..." % backend.name)
+        counter = backend([pid for pid, _start in sampler.live.values()])
+        if not counter.start():
+            self.limitations.append("--syscalls exact: %s" % counter.error)
+            return None
+        return counter
+
+    def _stop_exact_counts(self, counter, t0):
+        if counter is None:
+            return None
+        stopped = time.monotonic()
+        counts = counter.stop()
+        notes = []
+        if not counter.attributes_new_tasks:
+            notes.append("%s counts a thread or process born during the window into the one that "
+                         "created it" % counter.name)
+        if counter.warning:
+            self.limitations.append(counter.warning)
+        return {
+            "backend": counter.name,
+            "counted_s": round(stopped - counter.attached_at, 3),
+            "notes": notes,
+            "warning": counter.warning,
+            "counts": [[pid, tid, per] for (pid, tid), per in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0))],
+        }
 
     def _rescan(self, sampler, root_key):
         for pid in _safe_descendants(self.pid):

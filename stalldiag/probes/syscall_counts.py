@@ -1,0 +1,277 @@
+"""Exact syscall counts of every thread of the tree (--syscalls exact).
+
+Backends, tried in this order:
+
+- bpftrace: one in-kernel counter map keyed by (pid, tid, syscall) on the
+  raw_syscalls:sys_enter tracepoint, with the set of tracked processes
+  kept in the kernel and grown on sched_process_fork, so threads and
+  processes born during the window are counted exactly and attributed to
+  themselves.  No ptrace, no stop.
+- perf stat: kernel tracepoints in counting mode on the tree's threads.
+  Also no ptrace.  perf inherits counters, so a thread or child started
+  during the window is counted, but into the thread that created it (the
+  report says so).  One event per counted syscall plus a total.
+- strace -f -c: ptrace.  Stops the target twice per syscall: the last
+  resort, with a warning in the report.  Counts per process only.
+
+Whatever happens to stalldiag (SIGINT, SIGTERM, SIGKILL), the tracer runs in
+its own process group with a parent-death signal, so it ends too and the
+target is never left traced.
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+from .. import procfs
+
+# Always reported, so a reader can rely on them being there (zero if unseen).
+ALWAYS_SHOWN = ("futex", "read", "openat")
+
+# perf counts one event per syscall: these, plus the total of all syscalls.
+PERF_SYSCALLS = (
+    "futex", "read", "write", "openat", "close", "pread64", "pwrite64", "readv", "writev",
+    "poll", "ppoll", "epoll_wait", "epoll_pwait", "select", "pselect6", "recvfrom", "recvmsg",
+    "sendto", "sendmsg", "mmap", "munmap", "madvise", "ioctl", "clock_nanosleep", "nanosleep",
+    "wait4", "newfstatat", "statx", "lseek", "getdents64", "sched_yield", "clone", "clone3",
+)
+
+ATTACH_TIMEOUT_S = 20.0
+
+
+def _die_with_parent():
+    """In the tracer: its own process group, and SIGTERM when stalldiag dies."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _raise_fd_limit():
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError):
+        pass
+
+
+def _tracer_preexec():
+    _die_with_parent()
+    _raise_fd_limit()
+
+
+class Counter:
+    """Base: run a tracer over the window, return counts per (pid, tid) per syscall."""
+
+    name = None
+    attributes_new_tasks = True   # are threads/processes born in the window counted as themselves?
+    warning = None
+    settle_s = 0.5                # tracers that say nothing when ready: assume attached after this
+
+    def __init__(self, pids):
+        self.pids = list(pids)
+        self.proc = None
+        self.error = None
+        self.attached_at = None
+        self._dir = tempfile.mkdtemp(prefix="stalldiag-exact-")
+        self._out = os.path.join(self._dir, "out.txt")
+        self._err = os.path.join(self._dir, "err.txt")
+
+    @classmethod
+    def available(cls):
+        raise NotImplementedError
+
+    def command(self):
+        raise NotImplementedError
+
+    def attached(self):
+        return time.monotonic() - self._t_start >= self.settle_s
+
+    def start(self):
+        cmd = self.command()
+        self._t_start = time.monotonic()
+        with open(self._out, "w") as out, open(self._err, "w") as err:
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                         start_new_session=True, preexec_fn=_tracer_preexec)
+        deadline = time.monotonic() + ATTACH_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self.error = "%s exited at start: %s" % (self.name, self._tail(self._err))
+                return False
+            if self.attached():
+                self.attached_at = time.monotonic()
+                return True
+            time.sleep(0.05)
+        self.error = "%s did not attach within %.0f s" % (self.name, ATTACH_TIMEOUT_S)
+        self.kill()
+        return False
+
+    def add_pid(self, pid):
+        """A process appeared in the tree during the window."""
+
+    def stop(self):
+        """End counting (SIGINT: the tracer prints its totals and detaches)."""
+        if self.proc is None:
+            return {}
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        try:
+            return self.parse()
+        finally:
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+
+    def parse(self):
+        raise NotImplementedError
+
+    @staticmethod
+    def _read(path):
+        try:
+            with open(path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def _tail(self, path):
+        lines = [l for l in self._read(path).splitlines() if l.strip()]
+        return lines[-1][:200] if lines else "no output"
+
+
+class BpftraceCounter(Counter):
+    name = "bpftrace"
+
+    @classmethod
+    def available(cls):
+        return shutil.which("bpftrace") is not None and os.geteuid() == 0
+
+    def command(self):
+        track = " ".join("@track[%d] = 1;" % pid for pid in self.pids)
+        program = (
+            "BEGIN { %s printf(\"attached\\n\"); }\n"
+            "tracepoint:sched:sched_process_fork /@track[pid]/ { @track[args->child_pid] = 1; }\n"
+            "tracepoint:raw_syscalls:sys_enter /@track[pid]/ { @n[pid, tid, args->id] = count(); }\n"
+            "END { clear(@track); }\n" % track)
+        return [shutil.which("bpftrace"), "-e", program]
+
+    def attached(self):
+        return "attached" in self._read(self._out)
+
+    def parse(self):
+        counts = {}
+        for match in re.finditer(r"^@n\[(\d+), (\d+), (\d+)\]: (\d+)$", self._read(self._out), re.M):
+            pid, tid, number, n = (int(x) for x in match.groups())
+            per_thread = counts.setdefault((pid, tid), {})
+            name = procfs.syscall_name(number)
+            per_thread[name] = per_thread.get(name, 0) + n
+        return counts
+
+
+class PerfCounter(Counter):
+    name = "perf"
+    attributes_new_tasks = False
+
+    @classmethod
+    def available(cls):
+        if shutil.which("perf") is None:
+            return False
+        probe = subprocess.run(["perf", "stat", "-e", "raw_syscalls:sys_enter", "-x,", "--", "true"],
+                               capture_output=True, text=True)
+        return probe.returncode == 0 and "raw_syscalls:sys_enter" in probe.stderr \
+            and "not supported" not in probe.stderr
+
+    def command(self):
+        events = ["raw_syscalls:sys_enter"] + ["syscalls:sys_enter_%s" % s for s in PERF_SYSCALLS
+                                               if os.path.exists("/sys/kernel/tracing/events/syscalls/sys_enter_%s" % s)
+                                               or not os.path.isdir("/sys/kernel/tracing/events/syscalls")]
+        return ["perf", "stat", "--per-thread", "-x", ",", "-o", self._out, "-e", ",".join(events),
+                "-p", ",".join(str(p) for p in self.pids)]
+
+    def parse(self):
+        counts = {}
+        for line in self._read(self._out).splitlines():
+            parts = line.split(",")
+            if len(parts) < 4 or not parts[1].strip().isdigit():
+                continue
+            comm_tid, value, event = parts[0], int(parts[1]), parts[3]
+            tid = int(comm_tid.rsplit("-", 1)[-1])
+            pid = _tgid_of(tid)
+            per_thread = counts.setdefault((pid, tid), {})
+            if event == "raw_syscalls:sys_enter":
+                per_thread["_total"] = value
+            else:
+                per_thread[event.split("sys_enter_", 1)[-1]] = value
+        for per_thread in counts.values():
+            total = per_thread.pop("_total", None)
+            if total is not None:
+                per_thread["other"] = max(0, total - sum(per_thread.values()))
+        return {k: {s: n for s, n in v.items() if n} for k, v in counts.items()}
+
+
+class StraceCounter(Counter):
+    name = "strace"
+    attributes_new_tasks = False
+    warning = ("exact counts came from strace (ptrace): it stops the target twice per syscall, "
+               "so syscall-heavy code ran much slower while it was attached")
+
+    @classmethod
+    def available(cls):
+        return shutil.which("strace") is not None
+
+    def command(self):
+        cmd = ["strace", "-f", "-c", "-qq", "-o", self._out]
+        for pid in self.pids:
+            cmd += ["-p", str(pid)]
+        return cmd
+
+    def parse(self):
+        # strace -c sums every traced task: one bucket for the whole tree.
+        totals = {}
+        for line in self._read(self._out).splitlines():
+            parts = line.split()
+            if len(parts) >= 5 and parts[0].replace(".", "").isdigit() and not line.startswith("100.00"):
+                name = parts[-1]
+                calls = parts[3]
+                if calls.isdigit() and name != "total":
+                    totals[name] = totals.get(name, 0) + int(calls)
+        return {(self.pids[0], None): totals} if totals else {}
+
+
+BACKENDS = (BpftraceCounter, PerfCounter, StraceCounter)
+
+
+def _tgid_of(tid):
+    try:
+        return int(procfs.status(tid).get("Tgid", tid))
+    except (procfs.ProcfsError, ValueError):
+        return tid
+
+
+def choose_backend(preferred=None):
+    """The first backend that works here (or the one asked for), or None and why."""
+    tried = []
+    for backend in BACKENDS:
+        if preferred and backend.name != preferred:
+            continue
+        if backend.available():
+            return backend, tried
+        tried.append(backend.name)
+    return None, tried
