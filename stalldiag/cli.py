@@ -23,7 +23,7 @@ def check_outputs(paths):
     for path in paths:
         fmt = render.format_for_path(path)
         if fmt is None:
-            raise OutputError("%s: unknown report format (use .json, .md or .txt)" % path)
+            raise OutputError("%s: unknown report format (use .json, .md, .html, .txt or .speedscope.json)" % path)
         directory = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(directory):
             raise OutputError("%s: directory %s does not exist" % (path, directory))
@@ -119,7 +119,8 @@ def cli():
 @click.option("--rate", type=click.FloatRange(min=0.5, max=1000), default=10.0, show_default=True,
               help="Samples per second of every thread's state, syscall and Python stack.")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="PATH",
-              help="Write the report here; format from the extension (.json, .md, .txt). Repeatable.")
+              help="Write the report here; format from the extension (.json, .md, .html, .txt, "
+                   ".speedscope.json). Repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report on stdout instead of the summary.")
 @click.option("--native", is_flag=True,
               help="Add native frames (py-spy --native). This pauses the target at each sample: opt-in.")
@@ -160,7 +161,7 @@ def inspect(pid, children, duration, rate, outputs, as_json, native, syscalls, s
 @cli.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", "outputs", multiple=True, metavar="PATH",
-              help="Write the re-rendered report here (.json, .md, .txt). Repeatable.")
+              help="Write the re-rendered report here (.json, .md, .html, .txt, .speedscope.json). Repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report on stdout.")
 def report(file, outputs, as_json):
     """Re-diagnose and re-render a saved JSON report or capture."""

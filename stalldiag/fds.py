@@ -229,3 +229,98 @@ def endpoints(pid):
         if target and target.startswith(("pipe:", "socket:", "/dev/nvidia")):
             found.setdefault(target, []).append(fd)
     return found
+
+
+MAX_FILES = 512
+O_ACCMODE, O_WRONLY, O_RDWR, O_APPEND = 0o3, 0o1, 0o2, 0o2000
+
+
+def file_snapshot(pid):
+    """stdin/stdout/stderr and the regular files a process holds: offset, size, mtime.
+
+    Two snapshots (start and end of the window) tell which files advanced,
+    which grew (checkpoints, logs) and whether stdout received anything.
+    Returns {fd: {...}} as a list of dicts, at most MAX_FILES files.
+    """
+    try:
+        fd_list = procfs.list_fds(pid)
+    except procfs.ProcfsError:
+        return None
+    out = []
+    for fd in fd_list:
+        try:
+            target = procfs.fd_target(pid, fd)
+        except procfs.ProcfsError:
+            continue
+        kind = classify_target(target)
+        if fd > 2 and kind != "file":
+            continue
+        entry = {"fd": fd, "target": target, "kind": kind}
+        try:
+            info = procfs.fdinfo(pid, fd)
+            entry["pos"] = int(info.get("pos", 0))
+            flags = int(info.get("flags", "0"), 8)
+            entry["mode"] = {0: "r", O_WRONLY: "w", O_RDWR: "rw"}.get(flags & O_ACCMODE, "?") + \
+                ("a" if flags & O_APPEND else "")
+        except (procfs.ProcfsError, ValueError):
+            pass
+        try:
+            st = os.stat("/proc/%d/fd/%d" % (pid, fd))
+            if stat_mod.S_ISREG(st.st_mode):
+                entry["size"] = st.st_size
+                entry["mtime"] = st.st_mtime
+            elif stat_mod.S_ISFIFO(st.st_mode) and kind == "file":
+                entry["kind"] = "fifo"
+        except OSError:
+            pass
+        out.append(entry)
+        if len(out) >= MAX_FILES:
+            break
+    return out
+
+
+MAX_DIRS, MAX_ENTRIES = 16, 2000
+
+
+def recently_written(pid, argv, snapshot, since):
+    """Files modified since `since` (epoch) in the places a run writes to: its cwd, the
+    directories named on its command line, and those of the files it holds open.
+
+    Checkpoints are usually written to a temporary name and renamed, so they are
+    never seen open; their directory is.
+    """
+    root = "/proc/%d/root" % pid
+    try:
+        cwd = os.readlink("/proc/%d/cwd" % pid)
+    except OSError:
+        return []
+    dirs = [cwd]
+    for arg in argv or []:
+        for part in arg.split("=")[-1:]:
+            if "/" in part or part.startswith("."):
+                path = part if part.startswith("/") else os.path.join(cwd, part)
+                dirs.append(path if os.path.isdir(root + path) else os.path.dirname(path))
+    for entry in snapshot or []:
+        if entry.get("kind") == "file" and entry.get("target", "").startswith("/"):
+            dirs.append(os.path.dirname(entry["target"]))
+    found, seen = [], set()
+    for directory in dirs:
+        directory = os.path.normpath(directory)
+        if directory in seen or len(seen) >= MAX_DIRS or directory.startswith(("/proc", "/sys", "/dev")):
+            continue
+        seen.add(directory)
+        try:
+            with os.scandir(root + directory) as entries:
+                for i, entry in enumerate(entries):
+                    if i >= MAX_ENTRIES:
+                        break
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if stat_mod.S_ISREG(st.st_mode) and st.st_mtime >= since:
+                        found.append({"path": os.path.join(directory, entry.name), "size": st.st_size,
+                                      "mtime": st.st_mtime})
+        except OSError:
+            continue
+    return found[:100]

@@ -1,12 +1,15 @@
 """The JSON report: the stable contract other tools read, built from capture + diagnosis."""
 from .diagnosis import diagnose
 from .diagnosis.gpu import devices_of, visible_devices
+from .diagnosis.progress import file_changes, stdio_changes
 
 
 def build_report(capture):
     result = diagnose(capture)
     roles = result["roles"]
     processes = []
+    window = capture.get("window") or {}
+    window_end = (window.get("start") or 0) + (window.get("duration_s") or 0)
     exact = capture.get("exact_syscalls") or None
     exact_by_thread = {}
     for pid, tid, per in (exact or {}).get("counts") or []:
@@ -44,6 +47,8 @@ def build_report(capture):
             "exited_at": proc.get("exited_at"),
             "env": proc.get("env") or {},
             "residency": _process_residency(threads),
+            "stdio": {str(fd): info for fd, info in stdio_changes(proc, window_end).items()},
+            "files": _files(proc),
             "syscall_counts": None if exact is None else _with_always_shown(
                 _sum_counts(per for (pid, _tid), per in exact_by_thread.items() if pid == proc["pid"])),
             "gpu": gpu_use,
@@ -120,3 +125,14 @@ def _with_always_shown(counts):
     ordered = {name: counts.pop(name, 0) for name in ALWAYS_SHOWN}
     ordered.update(sorted(counts.items(), key=lambda kv: -kv[1]))
     return ordered
+
+
+def _files(proc):
+    """Files read on, written and opened during the window."""
+    read, written, opened = file_changes(proc)
+
+    def brief(entry):
+        return {"path": entry.get("target"), "pos": entry.get("pos"), "size": entry.get("size"),
+                "delta": entry.get("delta")}
+    return {"read": [brief(e) for e in read], "written": [brief(e) for e in written],
+            "opened": [brief(e) for e in opened]}

@@ -63,7 +63,7 @@ class Inspection:
             # the window starts once counting runs, so both cover the same span
             t0 = time.monotonic()
             sampler.t0 = t0
-            wall_start = time.time()
+            wall_start = sampler.wall_start = time.time()
         stacks = StackProbe(self.pid, subprocesses=self.children, rate=min(self.rate, 100),
                             duration=self.duration, native=self.native)
         stack_started = stacks.start() if self.duration > 0 else False

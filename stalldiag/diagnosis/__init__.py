@@ -29,7 +29,8 @@ def diagnose(capture):
     if focus is None:
         verdict = {"category": "unknown", "summary": "Nothing was sampled: the target exited or "
                    "could not be read", "pid": (capture.get("request") or {}).get("pid"), "tid": None,
-                   "confidence": "low", "evidence": []}
+                   "confidence": "low", "evidence": [],
+                   "progress": {"state": "no progress seen", "evidence": ["nothing was sampled"]}}
         return _result(d, verdict)
 
     culprit = d.follow(focus)
@@ -54,7 +55,20 @@ def diagnose(capture):
         "evidence": evidence,
     }
     _general_findings(d)
+    _progress(d, verdict, focus)
     return _result(d, verdict)
+
+
+def _progress(d, verdict, focus):
+    """Every verdict says whether the run is making progress; a silent healthy run is a finding."""
+    from .progress import assess, silent_output
+    verdict["progress"] = assess(d.capture, d.views, d.gpus)
+    silent = silent_output(d.capture, d.procs.get(focus.pid), verdict["progress"])
+    if silent:
+        item = finding("silent-output", silent["summary"], pid=focus.pid)
+        item["unchanged_s"] = silent["unchanged_s"]
+        item["stdio"] = {str(k): v for k, v in silent["stdio"].items()}
+        d.findings.insert(0, item)
 
 
 def _category(d, focus, culprit):

@@ -51,8 +51,12 @@ class ProcessRecord:
         self.stat_first = self.stat_last = None
         self.role_hint = role_hint
         self.endpoints = {}
+        self.files_start = None
+        self.files_end = None
+        self.recent_files = []
         self._read_static()
         self.read_endpoints()
+        self.files_start = fds.file_snapshot(pid)
 
     def read_endpoints(self):
         """Pipes and sockets this process holds: how waits cross into other processes."""
@@ -144,6 +148,9 @@ class ProcessRecord:
             errors=self.errors[:20],
             details=self.details,
             endpoints=self.endpoints,
+            files_start=self.files_start,
+            files_end=self.files_end,
+            recent_files=self.recent_files,
             threads=[t.to_dict() for t in self.threads.values()],
             **self.static,
         )
@@ -179,6 +186,7 @@ class ThreadSampler:
 
     def __init__(self, t0):
         self.t0 = t0
+        self.wall_start = time.time()
         self.records = {}          # (pid, start_time) -> ProcessRecord
         self.live = {}             # pid -> (pid, start_time) currently watched
         self.sockets = fds.SocketTable()
@@ -227,6 +235,10 @@ class ThreadSampler:
             try:
                 self._read_process_counters(self.records[key], first=False)
                 self.records[key].read_endpoints()
+                record = self.records[key]
+                record.files_end = fds.file_snapshot(pid)
+                record.recent_files = fds.recently_written(
+                    pid, procfs.cmdline(pid), record.files_end, self.wall_start)
             except procfs.ProcessGone:
                 self._mark_exited(key)
 

@@ -2,12 +2,15 @@
 import json
 import os
 
-from . import markdown, terminal
+from . import html, markdown, speedscope, terminal
 
-FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".txt": "text"}
+FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".txt": "text", ".html": "html",
+           ".htm": "html"}
 
 
 def format_for_path(path):
+    if path.lower().endswith(".speedscope.json"):
+        return "speedscope"
     ext = os.path.splitext(path)[1].lower()
     return FORMATS.get(ext)
 
@@ -19,4 +22,8 @@ def render(report, fmt, color=False):
         return markdown.render(report)
     if fmt == "text":
         return terminal.render(report, color=color)
+    if fmt == "html":
+        return html.render(report)
+    if fmt == "speedscope":
+        return speedscope.render(report)
     raise ValueError("unknown format %r" % fmt)

@@ -23,6 +23,11 @@ def render(report):
     out.append("**Window:** %.1f s, %s samples at %s Hz%s" % (
         window.get("duration_s") or 0, window.get("samples"), window.get("rate_hz"),
         " — interrupted (%s)" % window["interrupted"] if window.get("interrupted") else ""))
+    progress = v.get("progress") or {}
+    if progress:
+        out.append("")
+        out.append("**Progress:** %s  " % progress.get("state"))
+        out += ["- " + line for line in progress.get("evidence") or []]
     out += ["", "## Evidence", ""]
     out += ["- " + line for line in v.get("evidence") or []]
     if report.get("findings"):

@@ -31,6 +31,9 @@ def render(report, color=False, max_stacks=4):
     if len(report.get("chain") or []) > 1 or " → storage" in (report.get("chain_text") or ""):
         out.append("chain: " + report["chain_text"])
     window = report.get("window") or {}
+    progress = v.get("progress") or {}
+    if progress:
+        out.append("progress: %s (%s)" % (progress.get("state"), "; ".join(progress.get("evidence") or [])[:300]))
     out.append(_c("window: %.1f s, %s samples at %s Hz%s" % (
         window.get("duration_s") or 0, window.get("samples"), window.get("rate_hz"),
         ", INTERRUPTED (%s)" % window["interrupted"] if window.get("interrupted") else ""), "dim", color))

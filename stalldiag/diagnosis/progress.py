@@ -1,0 +1,154 @@
+"""Is the run making progress, and is it merely silent?
+
+The commonest false alarm is a healthy run that prints nothing: print() into a
+file is block-buffered, progress bars draw nothing without a TTY, logging.info
+goes nowhere without a handler.  Progress is judged from what the run does,
+not from what it prints: CPU work in its own code, GPU compute, input files
+advancing, files (checkpoints, logs) growing.
+"""
+import os
+
+# Least CPU use, as a share of one core over the window, that counts as work.
+CPU_WORK = 0.2
+GPU_WORK = 5.0   # % NVML utilization
+
+
+def _by_fd(snapshot):
+    return {entry["fd"]: entry for entry in snapshot or []}
+
+
+def _key(entry):
+    return (entry.get("target"), entry.get("fd"))
+
+
+def file_changes(proc):
+    """(read, written, opened) files of a process over the window, from its two fd snapshots."""
+    start, end = _by_fd(proc.get("files_start")), _by_fd(proc.get("files_end"))
+    read, written, opened = [], [], []
+    for fd, after in end.items():
+        if after.get("kind") != "file" or fd <= 2:
+            continue
+        before = start.get(fd)
+        if before is None or before.get("target") != after.get("target"):
+            opened.append(after)
+            before = None
+        pos0 = before.get("pos", 0) if before else 0
+        size0 = before.get("size") if before else None
+        grew = after.get("size") is not None and size0 is not None and after["size"] > size0
+        if "w" in after.get("mode", "") and (grew or (before is None and after.get("size"))):
+            written.append(dict(after, delta=after["size"] - (size0 or 0)))
+        elif "r" in after.get("mode", "r") and after.get("pos", 0) > pos0:
+            read.append(dict(after, delta=after["pos"] - pos0))
+    return read, written, opened
+
+
+def stdio_changes(proc, window_end_wall):
+    """What fd 1 and 2 point at, bytes they received, and how long a file target has been unchanged."""
+    start, end = _by_fd(proc.get("files_start")), _by_fd(proc.get("files_end"))
+    out = {}
+    for fd in (1, 2):
+        after = end.get(fd) or start.get(fd)
+        if not after:
+            continue
+        before = start.get(fd) or {}
+        info = {"target": after.get("target"), "kind": after.get("kind")}
+        if after.get("size") is not None and before.get("size") is not None:
+            info["bytes"] = after["size"] - before["size"]
+        if after.get("mtime") is not None and window_end_wall:
+            info["unchanged_s"] = round(max(0.0, window_end_wall - after["mtime"]), 1)
+        out[fd] = info
+    return out
+
+
+def assess(capture, views, gpus):
+    """{"state": "making progress" | "no progress seen", "evidence": [...], "stdio": {...}}."""
+    window = capture.get("window") or {}
+    duration = window.get("duration_s") or 0
+    end_wall = (window.get("start") or 0) + duration
+    evidence = []
+    progress = False
+    for proc in capture.get("processes") or []:
+        label = "pid %d" % proc["pid"]
+        read, written, opened = file_changes(proc)
+        if written:
+            progress = True
+            evidence.append("%s wrote %s" % (label, ", ".join(
+                "%s (+%d bytes)" % (w["target"], w["delta"]) for w in written[:4])))
+        if read:
+            progress = True
+            evidence.append("%s read on in %s" % (label, ", ".join(
+                "%s (+%d bytes, now at %s)" % (r["target"], r["delta"], _at(r)) for r in read[:4])))
+        io = proc.get("io") or {}
+        # A file changed in a directory it writes to counts only if this process
+        # wrote during the window (another process may have changed it).
+        recent = [f for f in proc.get("recent_files") or []
+                  if f["path"] not in {w.get("target") for w in written} and io.get("wchar", 0) > 0]
+        if recent:
+            progress = True
+            evidence.append("%s: files written during the window: %s" % (label, ", ".join(
+                "%s (%d bytes)" % (f["path"], f["size"]) for f in recent[:4])))
+        if opened:
+            evidence.append("%s opened %d file(s) during the window (%s)" % (
+                label, len(opened), ", ".join(os.path.basename(o["target"] or "?") for o in opened[:4])))
+        if duration and io.get("wchar", 0) > 0 and not written and not recent:
+            evidence.append("%s wrote %d bytes in %d write calls" % (label, io["wchar"], io.get("syscw", 0)))
+        if duration and io.get("read_bytes", 0) + io.get("write_bytes", 0) > 0:
+            evidence.append("%s storage: %.1f MB/s read, %.1f MB/s written" % (
+                label, io.get("read_bytes", 0) / duration / 1e6, io.get("write_bytes", 0) / duration / 1e6))
+    busy = [v for v in views if v.cpu_seconds and duration and v.cpu_seconds / duration >= CPU_WORK
+            and v.kind in ("cpu", "compile", "dataloader") and v.user_frame()]
+    for view in busy[:4]:
+        progress = True
+        evidence.append("%s did %.1f s of CPU work in %.1f s" % (view.label, view.cpu_seconds, duration))
+    for dev in gpus.values():
+        if dev.util is not None and dev.util >= GPU_WORK and not dev.looks_hung:
+            progress = True
+            evidence.append("GPU %d busy %.0f%%%s" % (dev.index, dev.util,
+                                                        ", SM %.0f%%" % dev.sm if dev.has_gpm else ""))
+    state = "making progress" if progress else "no progress seen"
+    if not evidence:
+        evidence.append("no CPU work in user code, no GPU work, no file advancing or growing")
+    return {"state": state, "evidence": evidence}
+
+
+def _at(entry):
+    if entry.get("size"):
+        return "%.0f%% of %d bytes" % (100.0 * entry.get("pos", 0) / entry["size"], entry["size"])
+    return "offset %d" % entry.get("pos", 0)
+
+
+def silent_output(capture, focus_proc, progress):
+    """A finding when the run makes progress but its stdout/stderr received nothing."""
+    if progress["state"] != "making progress" or focus_proc is None:
+        return None
+    window = capture.get("window") or {}
+    end_wall = (window.get("start") or 0) + (window.get("duration_s") or 0)
+    stdio = stdio_changes(focus_proc, end_wall)
+    if not stdio:
+        return None
+    silent, reasons = [], []
+    for fd, info in sorted(stdio.items()):
+        name = {1: "stdout", 2: "stderr"}[fd]
+        if info["kind"] == "null":
+            silent.append("%s goes to /dev/null" % name)
+        elif info["kind"] == "file" and info.get("bytes") == 0:
+            stale = info.get("unchanged_s")
+            silent.append("%s -> %s received 0 bytes%s" % (
+                name, info["target"], " (unchanged for %.0f s)" % stale if stale is not None else ""))
+        else:
+            return None   # a TTY, pipe or socket, or a file that grew: not provably silent
+    env = focus_proc.get("env") or {}
+    if stdio.get(1, {}).get("kind") != "tty":
+        if env.get("PYTHONUNBUFFERED") in (None, "", "0"):
+            reasons.append("stdout is not a TTY, so Python block-buffers print() (about 8 KiB) and "
+                           "PYTHONUNBUFFERED is not set: lines appear only when the buffer fills")
+        reasons.append("progress bars (tqdm) and rich consoles draw little or nothing without a TTY")
+    reasons.append("logging.info() prints nothing when no handler is configured (the default level "
+                   "is WARNING)")
+    stale = [info.get("unchanged_s") for info in stdio.values() if info.get("unchanged_s") is not None]
+    return {
+        "summary": "the run is making progress but its output is silent: %s. Likely: %s" % (
+            "; ".join(silent), "; ".join(reasons)),
+        "unchanged_s": min(stale) if stale else None,
+        "stdio": stdio,
+    }

@@ -1,0 +1,692 @@
+"""One self-contained HTML page: verdict and tables in plain HTML, charts drawn by inline JS.
+
+No network: no CDN, fonts or external scripts.  The data the charts need is
+embedded as JSON in a <script type="application/json"> tag, with <, > and &
+written as \\u escapes so nothing in the capture can close the tag.  Sizes are
+bounded (threads in the timeline, segments per thread, stacks, frames, GPU
+points) so a capture with thousands of threads still makes a page of a few MB.
+"""
+import html
+import json
+
+from ..diagnosis import detail_text
+from ..diagnosis.threads import sample_kind
+from .common import PROCESS_HEADER, command_text, gpu_rows, process_rows
+
+MAX_TIMELINE_THREADS = 200      # rows in the timeline
+MAX_SEGMENTS = 400              # per timeline row; more are merged into time buckets
+MAX_THREAD_TABLE = 500          # rows in the threads table
+MAX_STACK_DEPTH = 120           # frames per stack in the flame graph (root and leaf ends kept)
+MAX_FLAME_ENTRIES = 20000       # (thread, stack) pairs in the flame graph
+MAX_FRAME_TEXT = 300            # characters of a function or file name
+MAX_GPU_POINTS = 600            # per device and series
+
+# timeline category: (key, label, color); the kinds of diagnosis.threads.sample_kind map onto these
+CATEGORIES = [
+    ("running", "running on CPU", "#2ca02c"),
+    ("lock", "lock / futex", "#d62728"),
+    ("io", "storage I/O, D-state, read/open", "#ff7f0e"),
+    ("network", "network / IPC", "#1f77b4"),
+    ("sleep", "sleep / poll", "#9a9a9a"),
+    ("child", "waiting for a child", "#9467bd"),
+    ("other", "other / unknown", "#dcd6c8"),
+]
+_CAT_INDEX = {key: i for i, (key, _label, _color) in enumerate(CATEGORIES)}
+_KIND_TO_CAT = {
+    "cpu": "running",
+    "lock": "lock",
+    "io": "io", "open": "io",
+    "network": "network", "ipc": "network", "pipe": "network",
+    "sleep": "sleep", "poll": "sleep",
+    "child": "child",
+}
+
+
+def _clean(text, limit=None):
+    """A str safe to write as UTF-8: lone surrogates replaced, optionally shortened."""
+    if text is None:
+        return ""
+    text = str(text)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    if limit and len(text) > limit:
+        text = text[:limit - 1] + "\u2026"
+    return text
+
+
+def esc(text, limit=None):
+    return html.escape(_clean(text, limit), quote=True)
+
+
+def _json_for_script(data):
+    """JSON that can sit inside <script type="application/json"> whatever the strings hold."""
+    text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), default=str, allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _num(x, digits=3):
+    return None if x is None else round(float(x), digits)
+
+
+# --- data for the charts -----------------------------------------------------
+
+def _thread_label(proc, thread):
+    return thread.get("python_name") or thread.get("name") or "?"
+
+
+def _timeline(report, cap):
+    window = cap.get("window") or {}
+    duration = float(window.get("duration_s") or 0)
+    rate = window.get("rate_hz") or 0
+    period = 1.0 / rate if rate else 0.1
+    verdict = report.get("verdict") or {}
+    roles = {p["pid"]: p.get("role") for p in report.get("processes") or []}
+    kinds = {(p["pid"], t["tid"]): t.get("kind") for p in report.get("processes") or []
+             for t in p.get("threads") or []}
+    chain_pids = {step.get("pid") for step in report.get("chain") or []}
+
+    candidates = []
+    for order, (proc, thread) in enumerate((p, t) for p in cap.get("processes") or []
+                                           for t in p.get("threads") or []):
+        if not thread.get("samples"):
+            continue
+        culprit = proc["pid"] == verdict.get("pid") and thread["tid"] == verdict.get("tid")
+        priority = (0 if culprit else 1, 0 if proc["pid"] in chain_pids else 1,
+                    0 if thread["tid"] == proc["pid"] else 1, order)
+        candidates.append((priority, order, proc, thread, culprit))
+    total = len(candidates)
+    kept = sorted(sorted(candidates, key=lambda c: c[0])[:MAX_TIMELINE_THREADS], key=lambda c: c[1])
+
+    labels, label_index = [], {}
+
+    def intern(text):
+        if text not in label_index:
+            label_index[text] = len(labels)
+            labels.append(text)
+        return label_index[text]
+
+    rows = []
+    for _priority, _order, proc, thread, culprit in kept:
+        details = proc.get("details") or []
+        samples = sorted((s for s in thread["samples"] if isinstance(s, (list, tuple)) and len(s) >= 3),
+                         key=lambda s: s[0] or 0)
+        segs = []
+        for i, s in enumerate(samples):
+            t, state, syscall = float(s[0] or 0), s[1], s[2]
+            detail = None
+            if len(s) > 3 and isinstance(s[3], int) and 0 <= s[3] < len(details):
+                detail = details[s[3]]
+            wchan = s[4] if len(s) > 4 else None
+            kind = sample_kind(state, syscall, detail, wchan)
+            cat = _CAT_INDEX[_KIND_TO_CAT.get(kind, "other")]
+            if state == "D":
+                cat = _CAT_INDEX["io"]
+            if state == "R" or syscall == "running":
+                text = "running (%s)" % state
+            else:
+                text = "%s%s [%s, %s]" % (syscall or "syscall unreadable",
+                                          ": " + detail_text(detail) if detail_text(detail) else "",
+                                          "state " + str(state), kind)
+                if wchan:
+                    text += " wchan " + str(wchan)
+            nxt = float(samples[i + 1][0] or 0) if i + 1 < len(samples) else None
+            end = nxt if nxt is not None and nxt - t <= 2.5 * period else t + period
+            if duration:
+                end = min(end, max(duration, t))
+            lab = intern(_clean(text, 240))
+            if segs and segs[-1][2] == cat and segs[-1][3] == lab and abs(segs[-1][1] - t) < 1e-6:
+                segs[-1][1] = end
+            else:
+                segs.append([t, end, cat, lab])
+        if len(segs) > MAX_SEGMENTS:
+            segs = _bucket(segs, max(duration, segs[-1][1]), MAX_SEGMENTS)
+        rows.append({
+            "pid": proc["pid"], "tid": thread["tid"], "name": _clean(_thread_label(proc, thread), 80),
+            "role": _clean(roles.get(proc["pid"]) or "", 40), "kind": _clean(kinds.get((proc["pid"], thread["tid"])) or "", 40),
+            "culprit": culprit, "segs": [[int(round(a * 1000)), int(round(b * 1000)), c, lab] for a, b, c, lab in segs],
+        })
+    return {"rows": rows, "labels": labels, "total": total, "shown": len(rows), "duration": duration,
+            "categories": [[k, label, color] for k, label, color in CATEGORIES]}
+
+
+def _bucket(segs, duration, n):
+    """Merge segments into n time buckets, each coloured by its most common category."""
+    width = duration / n
+    out = []
+    first = 0   # segments are in time order: skip those ending before the bucket
+    for b in range(n):
+        lo, hi = b * width, (b + 1) * width
+        share = {}
+        while first < len(segs) and segs[first][1] <= lo:
+            first += 1
+        for a, e, cat, lab in segs[first:]:
+            if a >= hi:
+                break
+            overlap = min(e, hi) - max(a, lo)
+            if overlap > 0:
+                share[(cat, lab)] = share.get((cat, lab), 0) + overlap
+        if not share:
+            continue
+        cat, lab = max(share.items(), key=lambda kv: kv[1])[0]
+        if out and out[-1][2] == cat and out[-1][3] == lab and abs(out[-1][1] - lo) < 1e-9:
+            out[-1][1] = hi
+        else:
+            out.append([lo, hi, cat, lab])
+    return out
+
+
+def _flame(report, cap):
+    frames = cap.get("frames") or []
+    stacks = cap.get("stacks") or []
+    roles = {p["pid"]: p.get("role") for p in report.get("processes") or []}
+    frame_out, frame_index = [], {}
+    stack_out, stack_index = [], {}
+
+    def frame_id(i):
+        if i not in frame_index:
+            f = frames[i] if isinstance(i, int) and 0 <= i < len(frames) else None
+            if not isinstance(f, (list, tuple)) or not f:
+                f = ["?", None, None]
+            frame_index[i] = len(frame_out)
+            frame_out.append([_clean(f[0], MAX_FRAME_TEXT), _clean(f[1] if len(f) > 1 else None, MAX_FRAME_TEXT),
+                              f[2] if len(f) > 2 and isinstance(f[2], int) else None])
+        return frame_index[i]
+
+    def stack_id(sid):
+        if sid not in stack_index:
+            ids = stacks[sid] if isinstance(sid, int) and 0 <= sid < len(stacks) else None
+            if not isinstance(ids, list):
+                return None
+            root_first = [frame_id(i) for i in reversed(ids)]
+            if len(root_first) > MAX_STACK_DEPTH:
+                keep_root = MAX_STACK_DEPTH // 5
+                keep_leaf = MAX_STACK_DEPTH - keep_root - 1
+                elided = len(root_first) - keep_root - keep_leaf
+                marker = ("elided", elided)
+                if marker not in frame_index:
+                    frame_index[marker] = len(frame_out)
+                    frame_out.append(["\u2026 %d frames elided" % elided, "", None])
+                root_first = root_first[:keep_root] + [frame_index[marker]] + root_first[-keep_leaf:]
+            stack_index[sid] = len(stack_out)
+            stack_out.append(root_first)
+        return stack_index[sid]
+
+    entries = []
+    for proc in cap.get("processes") or []:
+        for thread in proc.get("threads") or []:
+            counts = {}
+            for run in thread.get("stack_samples") or []:
+                try:
+                    sid, n = run
+                except (TypeError, ValueError):
+                    continue
+                if isinstance(n, int) and n > 0:
+                    counts[sid] = counts.get(sid, 0) + n
+            for sid, n in counts.items():
+                entries.append((n, proc, thread, sid))
+    dropped = 0
+    if len(entries) > MAX_FLAME_ENTRIES:
+        entries.sort(key=lambda e: -e[0])
+        dropped = sum(e[0] for e in entries[MAX_FLAME_ENTRIES:])
+        entries = entries[:MAX_FLAME_ENTRIES]
+    procs, by_pid, threads_by_key = [], {}, {}
+    for n, proc, thread, sid in entries:
+        s = stack_id(sid)
+        if s is None:
+            continue
+        pid = proc["pid"]
+        if pid not in by_pid:
+            by_pid[pid] = {"pid": pid, "role": _clean(roles.get(pid) or "", 40),
+                           "cmd": _clean(command_text(proc, 80)), "threads": [], "samples": 0}
+            procs.append(by_pid[pid])
+        key = (pid, thread["tid"])
+        if key not in threads_by_key:
+            threads_by_key[key] = {"tid": thread["tid"], "name": _clean(_thread_label(proc, thread), 80), "stacks": []}
+            by_pid[pid]["threads"].append(threads_by_key[key])
+        threads_by_key[key]["stacks"].append([s, n])
+        by_pid[pid]["samples"] += n
+    order = {p["pid"]: i for i, p in enumerate(cap.get("processes") or [])}
+    procs.sort(key=lambda p: order.get(p["pid"], 0))
+    window = cap.get("window") or {}
+    return {"frames": frame_out, "stacks": stack_out, "procs": procs, "dropped_samples": dropped,
+            "rate_hz": window.get("stack_rate_hz")}
+
+
+def _downsample(points, n):
+    if len(points) <= n:
+        return points
+    step = len(points) / n
+    return [points[int(i * step)] for i in range(n)]
+
+
+def _gpu(cap):
+    gpu = cap.get("gpu") or {}
+    if not gpu.get("available"):
+        return {"available": False, "reason": _clean(gpu.get("reason") or "no GPU data in the capture", 300)}
+    infos = {d.get("index"): d for d in gpu.get("devices") or [] if isinstance(d, dict)}
+    samples = [s for s in gpu.get("samples") or [] if isinstance(s, (list, tuple)) and len(s) >= 3]
+    gpm = [g for g in gpu.get("gpm") or [] if isinstance(g, (list, tuple)) and len(g) >= 5]
+    devices = []
+    for index in sorted({s[1] for s in samples} | {i for i in infos if i is not None}, key=lambda x: (str(type(x)), x)):
+        mine = sorted((s for s in samples if s[1] == index), key=lambda s: s[0] or 0)
+        g = sorted((x for x in gpm if x[1] == index), key=lambda x: x[0] or 0)
+        info = infos.get(index) or {}
+        devices.append({
+            "index": index, "name": _clean(info.get("name") or "GPU", 80),
+            "util": _downsample([[_num(s[0]), _num(s[2], 1)] for s in mine if s[2] is not None], MAX_GPU_POINTS),
+            "memutil": _downsample([[_num(s[0]), _num(s[3], 1)] for s in mine if len(s) > 3 and s[3] is not None],
+                                   MAX_GPU_POINTS),
+            "sm": _downsample([[_num(x[0]), _num(x[2], 2)] for x in g if x[2] is not None], MAX_GPU_POINTS),
+            "tensor": _downsample([[_num(x[0]), _num(x[4], 2)] for x in g if x[4] is not None], MAX_GPU_POINTS),
+        })
+    return {"available": True, "devices": devices}
+
+
+def chart_data(report):
+    cap = report.get("capture") or {}
+    v = report.get("verdict") or {}
+    return {
+        "verdict": {"pid": v.get("pid"), "tid": v.get("tid")},
+        "timeline": _timeline(report, cap),
+        "flame": _flame(report, cap),
+        "gpu": _gpu(cap),
+    }
+
+
+# --- the page -----------------------------------------------------------------
+
+def _table(header, rows, cls=""):
+    out = ['<table class="%s"><thead><tr>' % cls]
+    out += ["<th>%s</th>" % esc(h) for h in header]
+    out.append("</tr></thead><tbody>")
+    for row in rows:
+        out.append("<tr>" + "".join("<td>%s</td>" % esc(c) for c in row) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _list(items):
+    if not items:
+        return "<p class=muted>none</p>"
+    return "<ul>" + "".join("<li>%s</li>" % esc(x) for x in items) + "</ul>"
+
+
+def render(report):
+    v = report.get("verdict") or {}
+    window = report.get("window") or {}
+    cap = report.get("capture") or {}
+    tool = report.get("tool") or {}
+    host = cap.get("host") or {}
+    data = chart_data(report)
+    culprit = "pid %s, tid %s%s" % (v.get("pid"), v.get("tid"),
+                                    " '%s'" % v["thread_name"] if v.get("thread_name") else "")
+    title = "stalldiag: %s" % (v.get("category") or "?")
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<title>%s</title>" % esc(title),
+        "<style>%s</style>" % CSS,
+        "</head><body>",
+        "<header><h1>%s</h1>" % esc(title),
+        '<p class="meta">%swindow %.1f s, %s samples at %s Hz%s</p></header>' % (
+            esc(host.get("hostname") or "") + " &middot; " if host.get("hostname") else "",
+            float(window.get("duration_s") or 0), esc(window.get("samples")), esc(window.get("rate_hz")),
+            " &middot; interrupted (%s)" % esc(window["interrupted"]) if window.get("interrupted") else ""),
+        '<section id="verdict" class="verdict conf-%s">' % esc(v.get("confidence") or "none"),
+        "<h2>Verdict</h2><dl>",
+        "<dt>category</dt><dd><code>%s</code></dd>" % esc(v.get("category")),
+        '<dt>summary</dt><dd class="summary">%s</dd>' % esc(v.get("summary")),
+        "<dt>culprit</dt><dd>%s</dd>" % esc(culprit),
+        "<dt>confidence</dt><dd>%s</dd>" % esc(v.get("confidence")),
+        '<dt>chain</dt><dd class="chain">%s</dd>' % esc(report.get("chain_text") or "-"),
+        "</dl></section>",
+        '<section id="evidence"><h2>Evidence</h2>%s</section>' % _list(v.get("evidence") or []),
+        '<section id="findings"><h2>Findings</h2>%s</section>' % (
+            "<ul>" + "".join("<li><b>%s</b>: %s</li>" % (esc(f.get("kind")), esc(f.get("summary")))
+                             for f in report.get("findings") or []) + "</ul>"
+            if report.get("findings") else "<p class=muted>none</p>"),
+        '<section id="limitations"><h2>Not observed / limitations</h2>%s</section>' % _list(report.get("limitations") or []),
+        '<section id="processes"><h2>Processes</h2>%s%s</section>' % (
+            _table(PROCESS_HEADER, process_rows(report), "procs"), _threads_table(report)),
+        '<noscript><p class="note">The timeline, flame graph and GPU charts below are drawn by JavaScript; '
+        "enable it to see them. Everything above is plain HTML.</p></noscript>",
+        '<section id="timeline-section"><h2>Timeline</h2>',
+        '<p class="help">One row per thread (grouped by process), coloured by what the /proc samples '
+        "saw it doing. Hover a segment for the syscall and time.</p>",
+        '<div id="legend" class="legend">%s</div>' % "".join(
+            '<span><i style="background:%s"></i>%s</span>' % (color, esc(label)) for _k, label, color in CATEGORIES),
+        '<p id="timeline-note" class="note">%s</p>' % (
+            "showing %d of %d threads (the culprit, the threads on the chain and main threads first)"
+            % (data["timeline"]["shown"], data["timeline"]["total"])
+            if data["timeline"]["shown"] < data["timeline"]["total"] else ""),
+        '<div id="timeline" class="chart"></div></section>',
+        '<section id="flame-section"><h2>Flame graph (sampled Python stacks)</h2>',
+        '<p class="help">Root at top; widths proportional to py-spy samples%s. Hover for function, file:line and '
+        "samples; click to zoom, click the top bar to zoom out.</p>" % (
+            " at %s Hz" % esc(data["flame"]["rate_hz"]) if data["flame"]["rate_hz"] else ""),
+        '<label>process <select id="flame-select"></select></label> '
+        '<label><input type="checkbox" id="flame-threads" checked> split by thread</label> '
+        '<button id="flame-reset" type="button">reset zoom</button>',
+        '<div id="flame" class="chart"></div></section>',
+        '<section id="gpu-section"><h2>GPU</h2>',
+        _gpu_html(report),
+        '<div id="gpu" class="chart"></div></section>',
+        '<footer>%s %s &middot; capture schema %s</footer>' % (
+            esc(tool.get("name") or "stalldiag"), esc(tool.get("version") or ""), esc(report.get("schema_version"))),
+        '<div id="tip" class="tip" hidden></div>',
+        '<script type="application/json" id="stalldiag-data">%s</script>' % _json_for_script(data),
+        "<script>%s</script>" % JS,
+        "</body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _threads_table(report):
+    rows = []
+    for proc in report.get("processes") or []:
+        for t in proc.get("threads") or []:
+            residency = ", ".join("%s %d%%" % (k, round(100 * s))
+                                  for k, s in list((t.get("residency") or {}).items())[:4])
+            rows.append([proc["pid"], t.get("tid"), _clean(t.get("name"), 80), t.get("kind") or "-",
+                         t.get("samples") if t.get("samples") is not None else "-", residency or "-",
+                         "%.2f" % t["cpu_seconds"] if t.get("cpu_seconds") is not None else "-"])
+    note = ""
+    if len(rows) > MAX_THREAD_TABLE:
+        note = '<p class="note">first %d of %d threads</p>' % (MAX_THREAD_TABLE, len(rows))
+        rows = rows[:MAX_THREAD_TABLE]
+    return ('<details><summary>Threads (%d)</summary>%s%s</details>'
+            % (sum(len(p.get("threads") or []) for p in report.get("processes") or []), note,
+               _table(["pid", "tid", "thread", "kind", "samples", "residency", "CPU s"], rows, "threads")))
+
+
+def _gpu_html(report):
+    gpu = (report.get("capture") or {}).get("gpu") or {}
+    if not gpu.get("available"):
+        return '<p class="gpu-na">GPU: not available (%s)</p>' % esc(gpu.get("reason") or "no GPU data")
+    out = [_table(["index", "name", "util mean", "SM (GPM)", "tensor (GPM)", "memory used / total", "MIG",
+                   "ECC uncorrected"], gpu_rows(report), "gpus")]
+    if gpu.get("gpm_note"):
+        out.append('<p class="note">%s</p>' % esc(gpu["gpm_note"]))
+    return "".join(out)
+
+
+CSS = r"""
+:root{--fg:#1d1d1f;--muted:#6b6b6b;--bg:#fff;--line:#e2e2e2}
+html{overflow-y:scroll}
+body{font:14px/1.45 -apple-system,"Segoe UI",Roboto,"DejaVu Sans",Arial,sans-serif;color:var(--fg);
+ background:var(--bg);margin:0 auto;padding:12px 24px 40px;max-width:1400px}
+h1{font-size:22px;margin:8px 0 2px}h2{font-size:17px;margin:22px 0 8px;border-bottom:1px solid var(--line);padding-bottom:3px}
+.meta,.muted,.help,footer{color:var(--muted)}.help{margin:2px 0 6px;font-size:13px}
+.note{color:#8a5a00;font-size:13px}
+code{font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:13px}
+.verdict{border-left:6px solid #999;background:#fafafa;padding:4px 14px 8px}
+.verdict.conf-high{border-color:#d62728}.verdict.conf-medium{border-color:#ff7f0e}.verdict.conf-low{border-color:#9a9a9a}
+.verdict h2{border:0;margin-top:8px}
+dl{display:grid;grid-template-columns:110px 1fr;gap:4px 12px;margin:0}dt{color:var(--muted)}dd{margin:0}
+dd.summary{font-weight:600}dd.chain{font-family:"DejaVu Sans Mono",Menlo,monospace;font-size:13px;white-space:pre-wrap}
+ul{margin:4px 0;padding-left:22px}li{margin:2px 0;overflow-wrap:anywhere}
+table{border-collapse:collapse;margin:6px 0;font-size:13px}th,td{border:1px solid var(--line);padding:3px 7px;text-align:left;
+ vertical-align:top;overflow-wrap:anywhere}th{background:#f3f3f3}
+details{margin:8px 0}summary{cursor:pointer;color:#1f4e9a}
+.legend span{display:inline-block;margin:2px 12px 2px 0;font-size:12px}
+.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px;border:1px solid #0002}
+.chart{overflow-x:auto;margin:6px 0}.chart svg{display:block}
+.chart text{font:11px "DejaVu Sans",Arial,sans-serif;fill:#222}
+.chart .grp{font-weight:bold}.chart .culprit{fill:#b00000;font-weight:bold}.chart .axis{fill:#666}
+.chart rect.seg:hover,.chart rect.fl:hover{stroke:#000;stroke-width:1}
+.tip{position:fixed;z-index:10;pointer-events:none;background:#222;color:#fff;padding:5px 8px;border-radius:4px;
+ font-size:12px;max-width:560px;white-space:pre-wrap;overflow-wrap:anywhere;box-shadow:0 2px 6px #0004}
+select,button{font:inherit;font-size:13px}select{max-width:70%}
+.gpu-chart{margin-bottom:10px}
+.gpu-na{font-weight:600}
+footer{margin-top:28px;font-size:12px}
+"""
+
+JS = r"""
+(function () {
+  "use strict";
+  var NS = "http://www.w3.org/2000/svg";
+  var D = JSON.parse(document.getElementById("stalldiag-data").textContent);
+  var tip = document.getElementById("tip");
+
+  function el(name, attrs, parent) {
+    var e = document.createElementNS(NS, name);
+    for (var k in attrs) if (Object.prototype.hasOwnProperty.call(attrs, k)) e.setAttribute(k, attrs[k]);
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function text(parent, x, y, s, cls, anchor) {
+    var t = el("text", {x: x, y: y}, parent);
+    if (cls) t.setAttribute("class", cls);
+    if (anchor) t.setAttribute("text-anchor", anchor);
+    t.textContent = s;
+    return t;
+  }
+  function fit(s, px) {
+    var n = Math.floor(px / 6.3);
+    if (n <= 1) return "";
+    return s.length > n ? s.slice(0, n - 1) + "\u2026" : s;
+  }
+  function basename(p) { p = p || "?"; var i = p.lastIndexOf("/"); return i >= 0 ? p.slice(i + 1) : p; }
+  function fmt(t) { return (Math.round(t * 1000) / 1000).toFixed(t < 10 ? 2 : 1); }
+
+  function showTip(ev) {
+    var s = ev.target && ev.target.__tip;
+    if (!s) { tip.hidden = true; return; }
+    tip.textContent = s;
+    tip.hidden = false;
+    var x = ev.clientX + 14, y = ev.clientY + 14;
+    var w = tip.offsetWidth, h = tip.offsetHeight;
+    if (x + w > window.innerWidth - 4) x = Math.max(4, ev.clientX - w - 10);
+    if (y + h > window.innerHeight - 4) y = Math.max(4, ev.clientY - h - 10);
+    tip.style.left = x + "px"; tip.style.top = y + "px";
+  }
+  function hideTip() { tip.hidden = true; }
+  function hover(svg) { svg.addEventListener("mousemove", showTip); svg.addEventListener("mouseleave", hideTip); }
+  function width(node) { return Math.max(600, (node.clientWidth || 1000) - 4); }
+
+  // ---- timeline ----
+  function drawTimeline() {
+    var T = D.timeline, host = document.getElementById("timeline");
+    host.textContent = "";
+    if (!T.rows.length) { host.textContent = "No /proc samples in this capture."; return; }
+    var W = width(host), LW = 280, RH = 14, GH = 18, top = 22;
+    var dur = T.duration || 0;
+    // segments are [start ms, end ms, category, label]
+    T.rows.forEach(function (r) { r.segs.forEach(function (s) { if (s[1] / 1000 > dur) dur = s[1] / 1000; }); });
+    if (!dur) dur = 1;
+    var plotW = W - LW - 10, xs = function (t) { return LW + (t / dur) * plotW; };
+    var nGroups = 0, last = null;
+    T.rows.forEach(function (r) { if (r.pid !== last) { nGroups++; last = r.pid; } });
+    var H = top + nGroups * GH + T.rows.length * RH + 8;
+    var svg = el("svg", {width: W, height: H, id: "timeline-svg", role: "img"}, host);
+    // time axis
+    var step = niceStep(dur / 10);
+    for (var t = 0; t <= dur + 1e-9; t += step) {
+      el("line", {x1: xs(t), x2: xs(t), y1: top - 4, y2: H, stroke: "#eee"}, svg);
+      text(svg, xs(t), top - 8, fmt(t) + " s", "axis", "middle");
+    }
+    var y = top; last = null;
+    T.rows.forEach(function (r) {
+      if (r.pid !== last) {
+        last = r.pid;
+        text(svg, 2, y + 13, "pid " + r.pid + (r.role ? "  (" + r.role + ")" : ""), "grp");
+        el("line", {x1: 0, x2: W, y1: y + GH - 1, y2: y + GH - 1, stroke: "#ccc"}, svg);
+        y += GH;
+      }
+      var label = "  " + r.tid + " " + r.name + (r.kind ? " \u00b7 " + r.kind : "");
+      var lt = text(svg, 6, y + RH - 3, fit(label, LW - 10), r.culprit ? "culprit" : null);
+      lt.__tip = "pid " + r.pid + " tid " + r.tid + " '" + r.name + "'" + (r.role ? "\nrole: " + r.role : "") +
+        (r.kind ? "\nkind: " + r.kind : "") + (r.culprit ? "\nthe verdict's culprit" : "");
+      var g = el("g", {"class": "row", "data-pid": r.pid, "data-tid": r.tid}, svg);
+      r.segs.forEach(function (s) {
+        var t0 = s[0] / 1000, t1 = s[1] / 1000, x0 = xs(t0), w = Math.max(1, xs(t1) - x0);
+        var c = T.categories[s[2]];
+        var rect = el("rect", {x: x0.toFixed(1), y: y + 1, width: w.toFixed(1), height: RH - 2, fill: c[2], "class": "seg"}, g);
+        rect.__tip = "pid " + r.pid + " tid " + r.tid + " '" + r.name + "'\n" + T.labels[s[3]] +
+          "\n" + fmt(t0) + " \u2013 " + fmt(t1) + " s (" + fmt(t1 - t0) + " s)  \u00b7 " + c[1];
+      });
+      if (r.culprit) el("rect", {x: LW - 2, y: y, width: plotW + 4, height: RH, fill: "none", stroke: "#b00000"}, svg);
+      y += RH;
+    });
+    hover(svg);
+  }
+  function niceStep(x) {
+    var p = Math.pow(10, Math.floor(Math.log(x) / Math.LN10)), m = x / p;
+    return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
+  }
+
+  // ---- flame graph ----
+  var F = D.flame, flameView = "all", zoom = null, byThread = true;
+  function node(name, kind, extra) { return {name: name, kind: kind, value: 0, children: [], index: {}, extra: extra}; }
+  function child(parent, key, make) {
+    var c = parent.index[key];
+    if (!c) { c = make(); parent.index[key] = c; parent.children.push(c); }
+    return c;
+  }
+  function buildTree(view) {
+    var root = node(view === "all" ? "all processes" : "", "root");
+    F.procs.forEach(function (p) {
+      if (view !== "all" && String(p.pid) !== view) return;
+      var pn = view === "all" ? child(root, "p" + p.pid, function () { return node("pid " + p.pid + (p.role ? " (" + p.role + ")" : ""), "proc", p); }) : root;
+      if (view !== "all") { root.name = "pid " + p.pid + (p.role ? " (" + p.role + ")" : "") + "  " + p.cmd; root.kind = "proc"; }
+      p.threads.forEach(function (t) {
+        var tn = !byThread ? pn : child(pn, "t" + t.tid, function () { return node("tid " + t.tid + " " + t.name, "thread", t); });
+        t.stacks.forEach(function (sc) {
+          var frames = F.stacks[sc[0]], n = sc[1], cur = tn;
+          root.value += n; if (pn !== root) pn.value += n; if (tn !== pn) tn.value += n;
+          for (var i = 0; i < frames.length; i++) {
+            var fi = frames[i];
+            cur = child(cur, fi, function () { return node(F.frames[fi][0], "frame", F.frames[fi]); });
+            cur.value += n;
+          }
+        });
+      });
+    });
+    return root;
+  }
+  function frameColor(n) {
+    if (n.kind === "root") return "#c9c9c9";
+    if (n.kind === "proc") return "#b8c4d6";
+    if (n.kind === "thread") return "#cfd8e3";
+    var file = n.extra[1] || "";
+    var h = 0;
+    for (var i = 0; i < n.name.length; i++) h = (h * 31 + n.name.charCodeAt(i)) >>> 0;
+    var j = h % 20;
+    if (/site-packages|dist-packages/.test(file)) return "hsl(" + (40 + j) + ",85%," + (62 + (h % 7)) + "%)";
+    if (/\/lib\/python\d|^<frozen|threading\.py|queue\.py/.test(file)) return "hsl(" + (195 + j) + ",45%," + (70 + (h % 7)) + "%)";
+    return "hsl(" + (8 + j) + ",80%," + (62 + (h % 7)) + "%)";
+  }
+  function depthOf(n) { var d = 0; n.children.forEach(function (c) { d = Math.max(d, depthOf(c)); }); return d + 1; }
+  function drawFlame() {
+    var host = document.getElementById("flame");
+    host.textContent = "";
+    hideTip();
+    if (!F.procs.length) { host.textContent = "No Python stacks were sampled in this capture."; return; }
+    var root = buildTree(flameView), top = zoom || root;
+    var W = width(host), RH = 17, depth = depthOf(top);
+    var svg = el("svg", {width: W, height: depth * RH + 4, id: "flame-svg", "data-view": flameView}, host);
+    var total = root.value || 1, minW = 0.4;
+    function draw(n, x, w, d) {
+      if (w < minW) return;
+      var g = el("g", {"class": "fl-node"}, svg);
+      var r = el("rect", {x: x.toFixed(2), y: d * RH, width: Math.max(0.5, w - 0.5).toFixed(2), height: RH - 1,
+                          fill: frameColor(n), "class": "fl", rx: 1}, g);
+      var tipText;
+      if (n.kind === "frame") tipText = n.name + "\n" + (n.extra[1] || "?") + (n.extra[2] != null ? ":" + n.extra[2] : "");
+      else tipText = n.name;
+      tipText += "\n" + n.value + " sample" + (n.value === 1 ? "" : "s") + " (" + (100 * n.value / total).toFixed(1) + "%)";
+      r.__tip = tipText;
+      var label = n.kind === "frame" ? n.name + " (" + basename(n.extra[1]) + (n.extra[2] != null ? ":" + n.extra[2] : "") + ")" : n.name;
+      var s = fit(label, w - 6);
+      if (s) { var t = text(g, x + 3, d * RH + 12, s); t.__tip = tipText; t.setAttribute("pointer-events", "none"); }
+      g.addEventListener("click", function (ev) { ev.stopPropagation(); zoom = (n === top && zoom) ? null : n; drawFlame(); });
+      var cx = x;
+      n.children.slice().sort(function (a, b) { return b.value - a.value; }).forEach(function (c) {
+        var cw = w * c.value / (n.value || 1);
+        draw(c, cx, cw, d + 1); cx += cw;
+      });
+    }
+    draw(top, 0, W, 0);
+    hover(svg);
+  }
+  function setupFlame() {
+    var sel = document.getElementById("flame-select");
+    var opt = document.createElement("option");
+    var all = 0; F.procs.forEach(function (p) { all += p.samples; });
+    opt.value = "all"; opt.textContent = "all processes (" + all + " samples)"; sel.appendChild(opt);
+    F.procs.forEach(function (p) {
+      var o = document.createElement("option");
+      o.value = String(p.pid);
+      o.textContent = "pid " + p.pid + (p.role ? " " + p.role : "") + " \u2014 " + p.samples + " samples \u2014 " + p.cmd;
+      sel.appendChild(o);
+    });
+    sel.addEventListener("change", function () { flameView = sel.value; zoom = null; drawFlame(); });
+    document.getElementById("flame-reset").addEventListener("click", function () { zoom = null; drawFlame(); });
+    var cb = document.getElementById("flame-threads");
+    cb.checked = true;
+    cb.addEventListener("change", function () { byThread = cb.checked; zoom = null; drawFlame(); });
+  }
+
+  // ---- GPU ----
+  function drawGpu() {
+    var G = D.gpu, host = document.getElementById("gpu");
+    host.textContent = "";
+    if (!G.available || !G.devices.length) return;
+    var dur = D.timeline.duration || 0;
+    G.devices.forEach(function (d) { ["util", "sm", "tensor", "memutil"].forEach(function (k) {
+      d[k].forEach(function (p) { if (p[0] > dur) dur = p[0]; }); }); });
+    if (!dur) dur = 1;
+    var W = Math.min(width(host), 900), H = 130, L = 40, R = 10, T = 16, B = 20;
+    var series = [["util", "NVML utilization %", "#2ca02c"], ["sm", "GPM SM activity %", "#d62728"],
+                  ["tensor", "GPM tensor %", "#9467bd"], ["memutil", "memory bandwidth %", "#1f77b4"]];
+    var legend = document.createElement("div"); legend.className = "legend"; host.appendChild(legend);
+    series.forEach(function (s) {
+      if (!G.devices.some(function (d) { return d[s[0]].length; })) return;
+      var sp = document.createElement("span"), i = document.createElement("i");
+      i.style.background = s[2]; sp.appendChild(i); sp.appendChild(document.createTextNode(s[1])); legend.appendChild(sp);
+    });
+    G.devices.forEach(function (d) {
+      var box = document.createElement("div"); host.appendChild(box);
+      var svg = el("svg", {width: W, height: H, "class": "gpu-chart", "data-device": d.index}, box);
+      var xs = function (t) { return L + (t / dur) * (W - L - R); }, ys = function (v) { return T + (1 - v / 100) * (H - T - B); };
+      text(svg, L, 11, "GPU " + d.index + " \u00b7 " + d.name, "grp");
+      [0, 50, 100].forEach(function (v) {
+        el("line", {x1: L, x2: W - R, y1: ys(v), y2: ys(v), stroke: "#e6e6e6"}, svg);
+        text(svg, L - 4, ys(v) + 4, v + "%", "axis", "end");
+      });
+      text(svg, L, H - 5, "0 s", "axis"); text(svg, W - R, H - 5, fmt(dur) + " s", "axis", "end");
+      series.slice().reverse().forEach(function (s) {
+        var pts = d[s[0]];
+        if (!pts.length) return;
+        var p = pts.map(function (q, i) { return (i ? "L" : "M") + xs(q[0]).toFixed(1) + "," + ys(Math.max(0, Math.min(100, q[1]))).toFixed(1); }).join("");
+        if (pts.length === 1) p += "h2";
+        var path = el("path", {d: p, fill: "none", stroke: s[2], "stroke-width": s[0] === "util" ? 2 : 1.5, "class": "gpu-" + s[0]}, svg);
+        var mean = 0; pts.forEach(function (q) { mean += q[1]; }); mean /= pts.length;
+        path.__tip = "GPU " + d.index + " " + s[1] + ": mean " + mean.toFixed(1) + " over " + pts.length + " samples";
+      });
+      hover(svg);
+    });
+  }
+
+  function safe(f, id) {
+    try { f(); } catch (e) {
+      var host = document.getElementById(id);
+      if (host) host.textContent = "could not draw this chart: " + e;
+      if (window.console) console.warn(e);
+    }
+  }
+  safe(drawTimeline, "timeline");
+  safe(setupFlame, "flame");
+  safe(drawFlame, "flame");
+  safe(drawGpu, "gpu");
+  var resizeTimer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(function () { safe(drawTimeline, "timeline"); safe(drawFlame, "flame"); }, 150);
+  });
+})();
+"""

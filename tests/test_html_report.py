@@ -1,0 +1,359 @@
+"""The HTML report and the speedscope export, from the saved fixture captures.
+
+The last tests open the page in a real headless Chromium (selenium) and check
+that the inline JS drew the timeline, flame graph and GPU charts without
+errors.  They skip when /usr/bin/chromium, /usr/bin/chromedriver or selenium
+is missing; to run them:
+
+    apt-get update && apt-get install -y chromium chromium-driver
+    pip install selenium
+"""
+import copy
+import html
+import json
+import os
+import re
+import struct
+import zlib
+
+import pytest
+
+from conftest import CAPTURES
+from stalldiag.capture import load_report
+from stalldiag.render import html as html_render
+from stalldiag.render import speedscope
+from stalldiag.report import build_report
+
+FIXTURES = ["nccl_hang", "dataloader_slow_io", "gloo_hang", "gpu_compile_autotune", "deadlock"]
+DATA_RE = re.compile(r'<script type="application/json" id="stalldiag-data">(.*?)</script>', re.S)
+# a reference that makes the browser fetch from the network: src=, href=, CSS url(), @import
+NETWORK_RE = re.compile(r"""(?:\b(?:src|href|action|poster|srcset)\s*=\s*["']?\s*(?:https?:)?//)"""
+                        r"""|url\(\s*["']?\s*(?:https?:)?//|@import""", re.I)
+
+
+def report_of(name):
+    return build_report(load_report(str(CAPTURES / ("%s.json" % name))))
+
+
+def embedded_data(page):
+    found = DATA_RE.findall(page)
+    assert len(found) == 1, "expected one embedded JSON block"
+    return json.loads(found[0])
+
+
+# --- the page ------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_html_is_one_self_contained_document(name):
+    report = report_of(name)
+    page = html_render.render(report)
+    assert page.lstrip().lower().startswith("<!doctype html>")
+    assert page.count("<html") == 1 and page.count("</html>") == 1
+    assert page.count("<body") == 1 and page.count("</body>") == 1
+    assert not NETWORK_RE.search(page), NETWORK_RE.search(page).group(0)
+    assert "<link" not in page.lower()
+    assert not re.search(r"<script[^>]*\bsrc\s*=", page, re.I)
+    # the verdict, readable without JS
+    v = report["verdict"]
+    assert html.escape(v["summary"], quote=True) in page
+    assert html.escape(report["chain_text"], quote=True) in page
+    for line in v.get("evidence") or []:
+        assert html.escape(line, quote=True) in page
+    data = embedded_data(page)
+    assert set(data) >= {"timeline", "flame", "gpu", "verdict"}
+    assert data["timeline"]["rows"], "no timeline rows"
+    assert len(page.encode("utf-8")) < 3_000_000
+
+
+def test_embedded_data_matches_the_capture():
+    report = report_of("nccl_hang")
+    data = embedded_data(html_render.render(report))
+    cap = report["capture"]
+    threads = sum(1 for p in cap["processes"] for t in p["threads"] if t.get("samples"))
+    assert len(data["timeline"]["rows"]) == threads
+    # the flame graph holds every py-spy sample
+    expected = sum(n for p in cap["processes"] for t in p["threads"] for _sid, n in t.get("stack_samples") or [])
+    got = sum(n for p in data["flame"]["procs"] for t in p["threads"] for _s, n in t["stacks"])
+    assert got == expected > 0
+    assert data["gpu"]["available"] and data["gpu"]["devices"][0]["util"]
+    assert data["gpu"]["devices"][0]["sm"], "nccl_hang has GPM samples"
+    # every segment inside the window, categories and labels valid
+    cats, labels = data["timeline"]["categories"], data["timeline"]["labels"]
+    for row in data["timeline"]["rows"]:
+        for a, b, cat, lab in row["segs"]:
+            assert 0 <= a <= b and 0 <= cat < len(cats) and 0 <= lab < len(labels)
+
+
+def test_gpu_not_available_is_said_in_plain_html():
+    report = report_of("dataloader_slow_io")
+    page = html_render.render(report)
+    assert "GPU: not available (" in page
+    assert embedded_data(page)["gpu"]["available"] is False
+
+
+def test_capture_text_is_escaped():
+    report = report_of("dataloader_slow_io")
+    cap = report["capture"]
+    evil = "<script>alert(1)</script> & \"quotes\" 'x' </script><!-- \udcff"
+    proc = cap["processes"][0]
+    proc["cmdline"] = ["python3", evil]
+    proc["threads"][0]["name"] = evil
+    proc["threads"][0]["python_name"] = evil
+    cap["frames"][0] = [evil, "/tmp/<b>&.py", 1, None]
+    cap["limitations"] = cap["limitations"] + [evil]
+    report = build_report(cap)
+    report["verdict"]["summary"] = evil
+    page = html_render.render(report)
+    page.encode("utf-8")   # no lone surrogates left: writable as UTF-8
+    assert "<script>alert" not in page
+    assert "<!--" not in page
+    assert page.lower().count("<script") == 2  # the data block and the code, nothing else
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    data = embedded_data(page)
+    names = [r["name"] for r in data["timeline"]["rows"]]
+    assert any("<script>alert(1)</script>" in n for n in names)
+    assert any(f[0].startswith("<script>alert(1)") for f in data["flame"]["frames"])
+    json.loads(speedscope.render(report))
+
+
+def test_a_capture_with_thousands_of_threads_stays_small():
+    cap = load_report(str(CAPTURES / "nccl_hang.json"))
+    proc = cap["processes"][1]
+    base = proc["threads"]
+    threads = []
+    for i in range(2000):
+        t = copy.deepcopy(base[i % len(base)])
+        t["tid"] = 100000 + i
+        # a different state every sample: the most segments a row can have
+        t["samples"] = [[k / 10, "S", ("futex", "read", "poll", "running")[(k + i) % 4], None, None]
+                        for k in range(600)]
+        threads.append(t)
+    proc["threads"] = threads
+    cap["window"]["duration_s"] = 60.0
+    report = build_report(cap)
+    page = html_render.render(report)
+    assert len(page.encode("utf-8")) < 3_000_000
+    data = embedded_data(page)
+    assert len(data["timeline"]["rows"]) == html_render.MAX_TIMELINE_THREADS
+    assert data["timeline"]["total"] > 2000
+    assert all(len(r["segs"]) <= html_render.MAX_SEGMENTS for r in data["timeline"]["rows"])
+    assert "showing %d of %d threads" % (html_render.MAX_TIMELINE_THREADS, data["timeline"]["total"]) in page
+    # the culprit thread is always kept
+    v = report["verdict"]
+    assert any(r["pid"] == v["pid"] and r["tid"] == v["tid"] and r["culprit"] for r in data["timeline"]["rows"])
+
+
+# --- speedscope ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_speedscope_export(name):
+    report = report_of(name)
+    doc = json.loads(speedscope.render(report))
+    assert doc["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    assert doc["exporter"].startswith("stalldiag ")
+    assert isinstance(doc["name"], str)
+    frames = doc["shared"]["frames"]
+    assert all(isinstance(f["name"], str) for f in frames)
+    cap = report["capture"]
+    expected = sum(n for p in cap["processes"] for t in p["threads"] for _sid, n in t.get("stack_samples") or [])
+    total = 0
+    for prof in doc["profiles"]:
+        assert prof["type"] == "sampled" and prof["unit"] == "none"
+        assert re.match(r"pid \d+ tid \d+ ", prof["name"])
+        assert prof["startValue"] == 0 and prof["endValue"] == len(prof["samples"]) == len(prof["weights"])
+        assert all(w == 1 for w in prof["weights"])
+        for sample in prof["samples"]:
+            assert all(isinstance(i, int) and 0 <= i < len(frames) for i in sample)
+        total += len(prof["samples"])
+    assert total == expected > 0
+    threads_with_stacks = sum(1 for p in cap["processes"] for t in p["threads"] if t.get("stack_samples"))
+    assert len(doc["profiles"]) == threads_with_stacks
+
+
+def test_speedscope_samples_are_root_first_in_time_order():
+    report = report_of("nccl_hang")
+    cap = report["capture"]
+    doc = json.loads(speedscope.render(report))
+    profiles = {p["name"].split(" ")[3]: p for p in doc["profiles"]}
+    for proc in cap["processes"]:
+        for thread in proc["threads"]:
+            runs = thread.get("stack_samples") or []
+            if not runs:
+                continue
+            prof = profiles[str(thread["tid"])]
+            expanded = [list(reversed(cap["stacks"][sid])) for sid, n in runs for _ in range(n)]
+            assert prof["samples"] == expanded
+            leaf = cap["frames"][cap["stacks"][runs[0][0]][0]]
+            assert doc["shared"]["frames"][prof["samples"][0][-1]]["name"] == leaf[0]
+
+
+# --- a real browser ---------------------------------------------------------------------
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+def _browser_missing():
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not os.path.exists(path):
+            return "%s not installed (apt-get install -y chromium chromium-driver)" % path
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium not installed (pip install selenium)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory):
+    reason = _browser_missing()
+    if reason:
+        pytest.skip("headless browser test: " + reason)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--no-first-run", "--disable-quic", "--window-size=1400,2200",
+                "--user-data-dir=%s" % tmp_path_factory.mktemp("chromium-profile")):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    drv = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    drv.set_page_load_timeout(60)
+    yield drv
+    drv.quit()
+
+
+def _png_pixels_vary(png):
+    """True when a PNG is not one flat colour: decode IHDR + IDAT, unfilter, count colours."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, header = 8, b"", None
+    while pos < len(png):
+        length, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        chunk = png[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", chunk)
+        elif kind == b"IDAT":
+            idat += chunk
+        pos += 12 + length
+    width, height, depth, color_type = header[:4]
+    assert depth == 8 and color_type in (2, 6), header
+    bpp = 3 if color_type == 2 else 4
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    prev = bytearray(stride)
+    colours = set()
+    for y in range(height):
+        line = raw[y * (stride + 1):(y + 1) * (stride + 1)]
+        ftype, cur = line[0], bytearray(line[1:])
+        for i in range(stride):
+            a = cur[i - bpp] if i >= bpp else 0
+            b = prev[i]
+            c = prev[i - bpp] if i >= bpp else 0
+            if ftype == 1:
+                cur[i] = (cur[i] + a) & 255
+            elif ftype == 2:
+                cur[i] = (cur[i] + b) & 255
+            elif ftype == 3:
+                cur[i] = (cur[i] + (a + b) // 2) & 255
+            elif ftype == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                cur[i] = (cur[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        if y % 8 == 0:
+            for x in range(0, stride, bpp * 4):
+                colours.add(bytes(cur[x:x + 3]))
+        prev = cur
+    return len(colours)
+
+
+def _open(driver, tmp_path, name):
+    path = tmp_path / ("%s.html" % name)
+    path.write_text(html_render.render(report_of(name)), encoding="utf-8")
+    driver.get_log("browser")   # drop anything left from a previous page
+    driver.get(path.as_uri())
+    return driver
+
+
+def _severe(driver):
+    return [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+
+
+def _count(driver, css):
+    return driver.execute_script("return document.querySelectorAll(arguments[0]).length", css)
+
+
+@pytest.mark.parametrize("name", ["nccl_hang", "dataloader_slow_io"])
+def test_page_draws_in_a_real_browser(driver, tmp_path, name):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    report = report_of(name)
+    _open(driver, tmp_path, name)
+    assert not _severe(driver)
+    cap = report["capture"]
+    threads = sum(1 for p in cap["processes"] for t in p["threads"] if t.get("samples"))
+    # the timeline: a row per thread, segments drawn
+    assert _count(driver, "#timeline svg g.row") == threads
+    assert _count(driver, "#timeline svg rect.seg") >= threads
+    assert "could not draw" not in driver.find_element(By.ID, "timeline").text
+    # hover a segment: the tooltip names the thread and a time
+    seg = driver.find_elements(By.CSS_SELECTOR, "#timeline svg rect.seg")[0]
+    ActionChains(driver).move_to_element(seg).perform()
+    tip = driver.find_element(By.ID, "tip")
+    assert tip.is_displayed() and "tid" in tip.text and " s" in tip.text
+    # the flame graph: all processes first, then one process via the selector
+    assert _count(driver, "#flame svg rect.fl") > 3
+    svg = driver.find_element(By.ID, "flame-svg")
+    assert svg.get_attribute("data-view") == "all"
+    select = Select(driver.find_element(By.ID, "flame-select"))
+    pids = [o.get_attribute("value") for o in select.options if o.get_attribute("value") != "all"]
+    assert len(pids) >= 2
+    before = _count(driver, "#flame svg rect.fl")
+    select.select_by_value(pids[-1])
+    svg = driver.find_element(By.ID, "flame-svg")
+    assert svg.get_attribute("data-view") == pids[-1]
+    after = _count(driver, "#flame svg rect.fl")
+    assert 0 < after < before
+    first_label = driver.execute_script("return document.querySelector('#flame svg text').textContent")
+    assert first_label.startswith("pid %s" % pids[-1])
+    # hover a frame: function, file:line and samples
+    frame = driver.find_elements(By.CSS_SELECTOR, "#flame svg rect.fl")[-1]
+    ActionChains(driver).move_to_element(frame).perform()
+    assert "sample" in driver.find_element(By.ID, "tip").text
+    # merging threads drops the thread level, and brings it back
+    tid_labels = "return [...document.querySelectorAll('#flame svg text')].filter(t => t.textContent.startsWith('tid ')).length"
+    assert driver.execute_script(tid_labels) >= 1
+    driver.find_element(By.ID, "flame-threads").click()
+    assert driver.execute_script(tid_labels) == 0 and _count(driver, "#flame svg rect.fl") > 1
+    driver.find_element(By.ID, "flame-threads").click()
+    assert driver.execute_script(tid_labels) >= 1
+    # GPU: a line per device, or the plain "not available" line
+    if report["gpu_available"]:
+        assert _count(driver, "#gpu svg path.gpu-util") == len(report["gpus"])
+        assert _count(driver, "#gpu svg path.gpu-sm") >= 1
+    else:
+        assert "GPU: not available" in driver.find_element(By.ID, "gpu-section").text
+    assert not _severe(driver)
+    png = driver.get_screenshot_as_png()
+    assert _png_pixels_vary(png) > 20, "the screenshot is (nearly) one colour"
+    target = os.environ.get("STALLDIAG_SCREENSHOT_DIR")
+    if target:
+        with open(os.path.join(target, "stalldiag-%s.png" % name), "wb") as f:
+            f.write(png)
+
+
+def test_page_text_is_readable_without_js(driver, tmp_path):
+    """With the charts' script gone the verdict, evidence and tables are still there."""
+    report = report_of("gloo_hang")
+    page = html_render.render(report)
+    code_start = page.rindex("<script>")
+    page = page[:code_start] + page[page.index("</script>", code_start) + len("</script>"):]
+    path = tmp_path / "nojs.html"
+    path.write_text(page, encoding="utf-8")
+    driver.get(path.as_uri())
+    body = driver.find_element("tag name", "body").text
+    assert report["verdict"]["summary"] in body
+    assert "Processes" in body and str(report["processes"][0]["pid"]) in body
+    assert _count(driver, "#processes table.procs tbody tr") == len(report["processes"])
