@@ -26,7 +26,7 @@ SCHEMA_VERSION = 1
 
 
 def build(tool_version, host, request, window, records, profiles, frames, stack_failure,
-          gpu, skipped_children, limitations, unix_peers=None, exact=None):
+          gpu, skipped_children, limitations, unix_peers=None, exact=None, local_values=None):
     stack_table = []
     stack_index = {}
     processes = []
@@ -49,19 +49,27 @@ def build(tool_version, host, request, window, records, profiles, frames, stack_
                     proc["threads"].append(thread)
                     by_tid[tid] = thread
                 thread["python_name"] = profile["name"]
+                if local_values and (pid, tid) in local_values:
+                    thread["locals"] = local_values[(pid, tid)]
                 thread["stack_samples"] = _run_length(
-                    [_intern(stack_table, stack_index, s) for s in profile["stacks"]])
+                    [_intern(stack_table, stack_index, _bounded_stack(s, frames)) for s in profile["stacks"]])
         proc["python"] = _python_status(record, record.pid in seen_pids, stack_failure)
         processes.append(proc)
+    from .permissions import denied_text, how_to_get_access
+    root_uid = next((p.get("uid") for p in processes if p["pid"] == request.get("pid")), None)
     if stack_failure and stack_failure[0] == "permission":
-        limitations.append("py-spy was denied access: no Python stacks (%s). Run as root, grant "
-                           "CAP_SYS_PTRACE, or lower kernel.yama.ptrace_scope" % stack_failure[1])
+        limitations.append("py-spy was denied access: no Python stacks (%s). To get them: %s"
+                           % (stack_failure[1], how_to_get_access(root_uid)))
     elif stack_failure and stack_failure[0] == "error" and not seen_pids:
         limitations.append("py-spy failed: %s" % stack_failure[1])
-    for proc in processes:
-        if proc["denied"]:
-            limitations.append("pid %d: permission denied reading %s" % (proc["pid"], ", ".join(proc["denied"])))
-    return {
+    denied = [p for p in processes if p["denied"]]
+    for proc in denied[:20]:
+        limitations.append("pid %d: permission denied reading its %s (still observed: thread states, CPU time, "
+                           "command line). To see the rest: %s" % (proc["pid"], denied_text(proc["denied"]),
+                                                                  how_to_get_access(proc.get("uid"))))
+    if len(denied) > 20:
+        limitations.append("%d more processes with the same denials" % (len(denied) - 20))
+    return clean({
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "stalldiag", "version": tool_version},
         "host": host,
@@ -75,7 +83,52 @@ def build(tool_version, host, request, window, records, profiles, frames, stack_
         "unix_peers": _peers_in(processes, unix_peers or {}),
         "exact_syscalls": exact,
         "limitations": limitations,
-    }
+        # the target's own syscalls or stacks were refused: the verdict stands on less
+        "permission_denied": _target_denied(processes, request.get("pid"), stack_failure),
+    })
+
+
+MAX_STRING = 4096        # a 100 KB command line argument is cut here
+MAX_STACK_DEPTH = 512    # deeper stacks keep their innermost and outermost frames
+ELIDED_FRAME = ["...", "", 0]
+
+
+def clean(value):
+    """Make captured data safe to write anywhere: valid UTF-8, bounded strings.
+
+    Thread names, paths and command lines are bytes to the kernel and may not
+    be UTF-8; Python hands them over with surrogate escapes, which cannot be
+    written as UTF-8.  They become U+FFFD here, once, for every renderer.
+    """
+    if isinstance(value, str):
+        if len(value) > MAX_STRING:
+            value = value[:MAX_STRING] + "...[%d chars cut]" % (len(value) - MAX_STRING)
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            value = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        return value
+    if isinstance(value, dict):
+        return {clean(k) if isinstance(k, str) else k: clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    return value
+
+
+def _bounded_stack(stack, frames):
+    """Keep the innermost 400 and outermost 100 frames of very deep (recursive) stacks."""
+    if len(stack) <= MAX_STACK_DEPTH:
+        return stack
+    if ELIDED_FRAME not in frames:
+        frames.append(list(ELIDED_FRAME))
+    return stack[:400] + [frames.index(ELIDED_FRAME)] + stack[-100:]
+
+
+def _target_denied(processes, pid, stack_failure):
+    target = next((p for p in processes if p["pid"] == pid), None)
+    if target is None:
+        return False
+    return "syscall" in target["denied"] or bool(stack_failure and stack_failure[0] == "permission")
 
 
 def _peers_in(processes, peers):

@@ -25,31 +25,49 @@ def check_outputs(paths):
         if fmt is None:
             raise OutputError("%s: unknown report format (use .json, .md, .html, .txt or .speedscope.json)" % path)
         directory = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(directory):
+        try:
+            os.stat(directory)
+        except PermissionError:
+            raise OutputError("%s: directory %s cannot be reached: permission denied" % (path, directory))
+        except OSError:
             raise OutputError("%s: directory %s does not exist" % (path, directory))
-        if not os.access(directory, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-            raise OutputError("%s: not writable" % path)
+        existed = os.path.exists(path)
+        try:
+            # Really open it: root passes os.access() on a read-only filesystem.
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        except OSError as exc:
+            raise OutputError("%s: not writable: %s" % (path, exc.strerror or exc))
+        if not existed:
+            os.unlink(path)
         plan.append((path, fmt))
     return plan
 
 
-def write_report(report, plan):
-    for path, fmt in plan:
-        text = render.render(report, fmt)
+def render_all(report, plan, as_json):
+    """Every output rendered in memory first: a failure leaves no half-written files."""
+    texts = [(path, render.render(report, fmt)) for path, fmt in plan]
+    if as_json:
+        stdout = render.render(report, "json")
+    else:
+        stdout = render.render(report, "text", color=sys.stdout.isatty())
+    return texts, stdout
+
+
+def write_report(texts, mode=0o600):
+    for path, text in texts:
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+            os.fchmod(fd, mode)
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
         except OSError as exc:
             raise OutputError("%s: cannot write: %s" % (path, exc.strerror or exc))
 
 
-def emit(report, plan, as_json):
-    write_report(report, plan)
-    if as_json:
-        sys.stdout.write(render.render(report, "json"))
-    else:
-        sys.stdout.write(render.render(report, "text", color=sys.stdout.isatty()))
+def emit(report, plan, as_json, mode=0o600):
+    texts, stdout = render_all(report, plan, as_json)
+    write_report(texts, mode)
+    sys.stdout.write(stdout)
     sys.stdout.flush()
 
 
@@ -105,6 +123,19 @@ class StopOnSignal:
         return self.reason
 
 
+def _octal(ctx, param, value):
+    try:
+        return int(value, 8) & 0o777
+    except ValueError:
+        raise click.BadParameter("%r is not an octal umask such as 077 or 022" % value)
+
+
+UMASK_OPTION = click.option(
+    "--umask", default="077", show_default=True, callback=_octal, metavar="OCTAL",
+    help="Mask for the report files' mode. Reports may hold command lines and paths: 077 keeps them "
+         "private (0600); 022 makes them world-readable.")
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="stalldiag")
 def cli():
@@ -128,7 +159,11 @@ def cli():
               help="exact: also count every syscall of every thread (bpftrace, perf or strace).")
 @click.option("--syscalls-backend", type=click.Choice(["bpftrace", "perf", "strace"]), default=None,
               help="Force one exact-count backend instead of the least intrusive that works.")
-def inspect(pid, children, duration, rate, outputs, as_json, native, syscalls, syscalls_backend):
+@click.option("--locals", "locals_", is_flag=True,
+              help="Also record local variables of the innermost frames (truncated and redacted). Off by default: "
+                   "values may hold data you do not want in a ticket.")
+@UMASK_OPTION
+def inspect(pid, children, duration, rate, outputs, as_json, native, syscalls, syscalls_backend, locals_, umask):
     """Sample process PID (and with --children its whole tree) and say what it waits on."""
     from .session import Inspection
     try:
@@ -137,7 +172,7 @@ def inspect(pid, children, duration, rate, outputs, as_json, native, syscalls, s
         with StopOnSignal() as stop:
             inspection = Inspection(pid, children=children, duration=duration, rate=rate, native=native,
                                     progress=progress, stop_flag=stop, syscalls=syscalls,
-                                    syscall_backend=syscalls_backend, notice=progress.notice)
+                                    syscall_backend=syscalls_backend, notice=progress.notice, locals_=locals_)
             if native:
                 inspection.limitations.append("--native: py-spy paused the target briefly at each sample "
                                               "(native unwinding cannot run non-blocking)")
@@ -148,9 +183,14 @@ def inspect(pid, children, duration, rate, outputs, as_json, native, syscalls, s
         if skipped and sys.stderr.isatty():
             click.echo("stalldiag: note: PID %d has %d child process(es) not inspected; add --children"
                        % (pid, skipped), err=True)
-        emit(report, plan, as_json)
+        emit(report, plan, as_json, 0o666 & ~umask)
     except StalldiagError as exc:
         _fail(str(exc), exc.exit_code)
+    if cap.get("permission_denied"):
+        from .permissions import how_to_get_access
+        root = next((p for p in cap["processes"] if p["pid"] == pid), {})
+        _fail("permission denied reading PID %d's syscalls or Python stacks; the report holds what was "
+              "still observed. To see the rest: %s" % (pid, how_to_get_access(root.get("uid"))), 5)
     interrupted = (cap.get("window") or {}).get("interrupted")
     if interrupted:
         click.echo("stalldiag: interrupted by %s; report covers %.1f s" % (
@@ -163,16 +203,19 @@ def inspect(pid, children, duration, rate, outputs, as_json, native, syscalls, s
 @click.option("-o", "--output", "outputs", multiple=True, metavar="PATH",
               help="Write the re-rendered report here (.json, .md, .html, .txt, .speedscope.json). Repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report on stdout.")
-def report(file, outputs, as_json):
+@UMASK_OPTION
+def report(file, outputs, as_json, umask):
     """Re-diagnose and re-render a saved JSON report or capture."""
     try:
         plan = check_outputs(outputs)
         cap = capture_mod.load_report(file)
         try:
             rep = build_report(cap)
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-            raise CaptureError("%s: malformed capture (%s: %s)" % (file, type(exc).__name__, exc))
-        emit(rep, plan, as_json)
+            texts, stdout = render_all(rep, plan, as_json)
+        except Exception as exc:  # untrusted input: any inconsistency is a bad file, not a crash
+            raise CaptureError("%s: malformed capture (%s: %s)" % (file, type(exc).__name__, str(exc)[:200]))
+        write_report(texts, 0o666 & ~umask)
+        sys.stdout.write(stdout)
     except StalldiagError as exc:
         _fail(str(exc), exc.exit_code)
 
@@ -182,6 +225,11 @@ def main():
         cli(prog_name="stalldiag")
     except KeyboardInterrupt:
         _fail("interrupted", 130)
+    except Exception as exc:  # a bug: one line for the user, the traceback on request
+        if os.environ.get("STALLDIAG_DEBUG"):
+            raise
+        _fail("internal error: %s: %s (rerun with STALLDIAG_DEBUG=1 for the traceback, and please report it)"
+              % (type(exc).__name__, exc), 1)
 
 
 if __name__ == "__main__":

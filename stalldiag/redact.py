@@ -24,15 +24,31 @@ def _looks_secret(name):
     return any(word in name for word in SECRET_WORDS)
 
 
+# name = value, name: value, --name=value, "name": "value" inside a longer string
+# (names start at a word boundary and are at most 64 characters, so a 100 KB
+# argument is scanned in linear time)
+_ASSIGNMENT = re.compile(
+    r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]{0,63})(?P<q1>["']?)(?P<sep>[ \t]{0,8}[:=][ \t]{0,8})"""
+    r"""(?P<q2>["']?)(?P<value>[^\s"',;)}]+)""")
+MAX_ARG = 4096
+
+
 def redact_text(text):
-    """Redact secrets that are recognisable inside one string."""
+    """Redact secrets that are recognisable inside one string (an argument, a source line)."""
+    if len(text) > MAX_ARG:
+        text = text[:MAX_ARG] + "...[%d chars cut]" % (len(text) - MAX_ARG)
     text = _URL_CREDENTIALS.sub(lambda m: "%s%s:%s@" % (m.group("scheme"), m.group("user"), MASK), text)
     text = _BEARER.sub(lambda m: "%s %s" % (m.group(1), MASK), text)
     text = _KNOWN_TOKEN.sub(MASK, text)
-    key, sep, _ = text.partition("=")
-    if sep and _looks_secret(key) and " " not in key:
-        text = key + "=" + MASK
-    return text
+
+    def mask(m):
+        if not _looks_secret(m.group("name")) or m.group("value") == MASK:
+            return m.group(0)
+        return m.group("name") + m.group("q1") + m.group("sep") + m.group("q2") + MASK
+    return _ASSIGNMENT.sub(mask, text)
+
+
+MAX_ARGS = 256
 
 
 def redact_argv(argv):
@@ -43,6 +59,8 @@ def redact_argv(argv):
     """
     out = []
     hide_next = False
+    if len(argv) > MAX_ARGS:
+        argv = list(argv[:MAX_ARGS]) + ["...[%d more arguments]" % (len(argv) - MAX_ARGS)]
     for arg in argv:
         if hide_next:
             out.append(MASK)

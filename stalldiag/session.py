@@ -28,7 +28,8 @@ class Interrupted(Exception):
 
 class Inspection:
     def __init__(self, pid, children=False, duration=10.0, rate=10.0, native=False,
-                 progress=None, stop_flag=None, syscalls="sampled", syscall_backend=None, notice=None):
+                 progress=None, stop_flag=None, syscalls="sampled", syscall_backend=None, notice=None,
+                 locals_=False):
         self.pid = pid
         self.children = children
         self.duration = max(0.0, float(duration))
@@ -40,6 +41,7 @@ class Inspection:
         self.syscalls = syscalls
         self.syscall_backend = syscall_backend
         self.notice = notice or (lambda message: None)
+        self.locals = locals_
 
     def run(self):
         root_stat = targets.check_target(self.pid)
@@ -118,6 +120,10 @@ class Inspection:
                 profiles, frames = {}, []
             gpu.stop()
         elapsed = time.monotonic() - t0
+        local_values = {}
+        if self.locals:
+            from .probes.stacks import dump_locals
+            local_values = dump_locals(sorted({pid for pid, _tid in profiles}))
         sources.annotate(frames, _frame_owner(profiles))
 
         if stacks.limitation:
@@ -147,6 +153,7 @@ class Inspection:
             limitations=self.limitations,
             unix_peers=unix_peers,
             exact=exact,
+            local_values=local_values,
         )
 
     def _start_exact_counts(self, sampler):

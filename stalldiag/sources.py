@@ -5,6 +5,8 @@ lock a thread holds and which it wants.  Files are read through
 /proc/PID/root so a target in another mount namespace is read correctly.
 The diagnosis only looks at what is stored here; it never reads files.
 """
+from .redact import redact_text
+
 MAX_LINE = 200
 MAX_ENCLOSING = 5
 
@@ -44,7 +46,7 @@ def annotate(frames, pid_for_frame, cache=None):
             frame.append(None)
             continue
         code = lines[lineno - 1]
-        frame.append({"code": code.strip()[:MAX_LINE], "within": _enclosing(lines, lineno)})
+        frame.append({"code": redact_text(code.strip()[:MAX_LINE]), "within": _enclosing(lines, lineno)})
     return frames
 
 
@@ -60,7 +62,7 @@ def _enclosing(lines, lineno):
         if indent < level:
             stripped = text.strip()
             if stripped.startswith(("with ", "async with ", "for ", "while ", "def ", "async def ", "class ")):
-                found.append({"line": number + 1, "code": stripped[:MAX_LINE]})
+                found.append({"line": number + 1, "code": redact_text(stripped[:MAX_LINE])})
             level = indent
             if stripped.startswith(("def ", "async def ", "class ")) or len(found) >= MAX_ENCLOSING:
                 break

@@ -1,10 +1,11 @@
 """Real workloads, launched for each test and killed afterwards."""
 import json
 import os
-import select
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -25,15 +26,25 @@ class Workload:
 
 
 def _wait_ready(popen, timeout=60):
+    """Read the workload's stdout in a thread (select() cannot see lines already buffered)."""
+    lines = queue.Queue()
+
+    def reader():
+        for line in popen.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=reader, daemon=True).start()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        readable, _, _ = select.select([popen.stdout], [], [], 0.2)
-        if readable:
-            line = popen.stdout.readline()
-            if line.startswith("READY"):
-                return
-            if not line and popen.poll() is not None:
-                break
+        try:
+            line = lines.get(timeout=0.2)
+        except queue.Empty:
+            continue
+        if line is None:
+            break
+        if line.startswith("READY"):
+            return
     raise AssertionError("workload did not become ready (exit code %s)" % popen.poll())
 
 

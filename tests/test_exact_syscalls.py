@@ -57,10 +57,17 @@ def within(actual, expected, tolerance=0.02):
 def test_exact_counts_match_known_calls(launch, tmp_path, backend):
     trigger = tmp_path / "go"
     w = launch("known_syscalls.py", trigger, N)
-    proc, _ = start_exact(w.pid, backend, duration=8)
+    proc, _ = start_exact(w.pid, backend, duration=120)
     trigger.touch()
+    done = tmp_path / "go.done"
+    deadline = time.monotonic() + 100
+    while not done.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert done.exists()
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)            # end the window: the report covers every call
     out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 0
+    assert proc.returncode == 130
     report = json.loads(out)
     counts = report["syscall_counts"]
     assert counts["backend"] == backend

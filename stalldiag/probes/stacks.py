@@ -30,8 +30,11 @@ PYSPY_FAILURES = (
 
 
 def find_pyspy():
-    """Path of the py-spy binary: beside this Python first (its venv), then PATH."""
+    """Path of the py-spy binary: $STALLDIAG_PYSPY, beside this Python (its venv), then PATH."""
     import sys
+    override = os.environ.get("STALLDIAG_PYSPY")
+    if override is not None:
+        return override if os.access(override, os.X_OK) else None
     beside = os.path.join(os.path.dirname(sys.executable), "py-spy")
     if os.access(beside, os.X_OK):
         return beside
@@ -66,7 +69,7 @@ class StackProbe:
 
     def start(self):
         if self.binary is None:
-            self.limitation = "py-spy not found: no Python stacks (pip install py-spy)"
+            self.limitation = "py-spy not found: no Python stacks (pip install py-spy, or set STALLDIAG_PYSPY)"
             return False
         version = pyspy_version(self.binary)
         if version is not None and version < MIN_PYSPY:
@@ -181,3 +184,40 @@ def parse_speedscope(data, default_pid):
             stacks.append([remap[i] for i in reversed(sample) if i in remap])
         threads[(pid, tid)] = {"name": name, "stacks": stacks}
     return threads, frames
+
+
+MAX_LOCAL_REPR = 120
+LOCALS_FRAMES = 3
+LOCALS_PROCESSES = 16
+
+
+def dump_locals(pids):
+    """Local variables of the innermost frames of every thread (only with --locals).
+
+    One `py-spy dump --locals --nonblocking` per process.  Values are cut to
+    MAX_LOCAL_REPR characters and redacted like command lines: a variable whose
+    name looks secret is masked whatever its value.
+    """
+    from ..redact import MASK, _looks_secret, redact_text
+    binary = find_pyspy()
+    found = {}
+    if binary is None:
+        return found
+    for pid in list(pids)[:LOCALS_PROCESSES]:
+        try:
+            out = subprocess.run([binary, "dump", "--pid", str(pid), "--locals", "--json", "--nonblocking"],
+                                 capture_output=True, text=True, timeout=20).stdout
+            threads = json.loads(out)
+        except (OSError, subprocess.SubprocessError, ValueError):
+            continue
+        for thread in threads:
+            frames = []
+            for frame in (thread.get("frames") or [])[:LOCALS_FRAMES]:
+                values = {}
+                for local in frame.get("locals") or []:
+                    name = str(local.get("name"))
+                    text = str(local.get("repr"))[:MAX_LOCAL_REPR]
+                    values[name] = MASK if _looks_secret(name) else redact_text(text)
+                frames.append({"function": frame.get("name"), "line": frame.get("line"), "locals": values})
+            found[(pid, thread.get("os_thread_id"))] = frames
+    return found

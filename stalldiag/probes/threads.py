@@ -208,7 +208,11 @@ class ThreadSampler:
         if record is None:
             record = ProcessRecord(pid, key[1], self.now(), role_hint)
             self.records[key] = record
-            self._read_process_counters(record, first=True)
+            try:
+                self._read_process_counters(record, first=True)
+            except procfs.ProcessGone:
+                record.exited_at = self.now()   # gone, or the pid now belongs to another process
+                return record
         self.live[pid] = key
         return record
 

@@ -60,6 +60,10 @@ def render(report):
                 out.append("```")
                 out += [short_frame(f) for f in frames[:40]]
                 out.append("```")
+                for entry in thread.get("locals") or []:
+                    if entry["locals"]:
+                        out.append("locals of `%s`: %s  " % (entry["function"], ", ".join(
+                            "`%s=%s`" % (k, v) for k, v in entry["locals"].items())))
                 out.append("")
         out.append("</details>")
     gpu = (report.get("capture") or {}).get("gpu") or {}
