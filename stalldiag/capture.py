@@ -25,7 +25,7 @@ from .errors import CaptureError
 SCHEMA_VERSION = 1
 
 
-def build(tool_version, host, request, window, records, profiles, frames, stack_failure,
+def build(tool_version, host, request, window, records, profiles, frames, stack_failures,
           gpu, skipped_children, limitations, unix_peers=None, exact=None, local_values=None):
     stack_table = []
     stack_index = {}
@@ -53,15 +53,19 @@ def build(tool_version, host, request, window, records, profiles, frames, stack_
                     thread["locals"] = local_values[(pid, tid)]
                 thread["stack_samples"] = _run_length(
                     [_intern(stack_table, stack_index, _bounded_stack(s, frames)) for s in profile["stacks"]])
-        proc["python"] = _python_status(record, record.pid in seen_pids, stack_failure)
+        proc["python"] = _python_status(record, record.pid in seen_pids, (stack_failures or {}).get(record.pid))
         processes.append(proc)
     from .permissions import denied_text, how_to_get_access
     root_uid = next((p.get("uid") for p in processes if p["pid"] == request.get("pid")), None)
-    if stack_failure and stack_failure[0] == "permission":
-        limitations.append("py-spy was denied access: no Python stacks (%s). To get them: %s"
-                           % (stack_failure[1], how_to_get_access(root_uid)))
-    elif stack_failure and stack_failure[0] == "error" and not seen_pids:
-        limitations.append("py-spy failed: %s" % stack_failure[1])
+    stack_failure = (stack_failures or {}).get(request.get("pid"))
+    denied = [pid for pid, failure in (stack_failures or {}).items() if failure[0] == "permission"]
+    if denied:
+        limitations.append("py-spy was denied access to pid %s: no Python stacks (%s). To get them: %s"
+                           % (", ".join(map(str, denied[:5])), stack_failures[denied[0]][1],
+                              how_to_get_access(root_uid)))
+    for pid, failure in sorted((stack_failures or {}).items())[:5]:
+        if failure[0] == "error":
+            limitations.append("py-spy failed on pid %d: %s" % (pid, failure[1]))
     denied = [p for p in processes if p["denied"]]
     for proc in denied[:20]:
         limitations.append("pid %d: permission denied reading its %s (still observed: thread states, CPU time, "

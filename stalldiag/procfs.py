@@ -37,11 +37,26 @@ def _fail(exc, path):
 
 
 def read_text(path):
+    # os.open/os.read: half the cost of open() for the thousands of small
+    # /proc files read every second on a large tree.
     try:
-        with open(path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
+        fd = os.open(path, os.O_RDONLY)
     except OSError as exc:
         _fail(exc, path)
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if len(chunk) < 4096 and not path.endswith(("maps", "environ", "cmdline")):
+                break     # small /proc files come whole in one read
+        return b"".join(chunks).decode("utf-8", "replace")
+    except OSError as exc:
+        _fail(exc, path)
+    finally:
+        os.close(fd)
 
 
 def task_dir(pid, tid=None):

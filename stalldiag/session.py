@@ -66,9 +66,10 @@ class Inspection:
             t0 = time.monotonic()
             sampler.t0 = t0
             wall_start = sampler.wall_start = time.time()
-        stacks = StackProbe(self.pid, subprocesses=self.children, rate=min(self.rate, 100),
-                            duration=self.duration, native=self.native)
-        stack_started = stacks.start() if self.duration > 0 else False
+        stacks = StackProbe(rate=min(self.rate, 100), duration=max(self.duration, 1), native=self.native)
+        if stacks.start():
+            for record in list(sampler.records.values()):
+                self._sample_stacks_of(stacks, record)
         gpu = GpuProbe()
         gpu.start(t0)
 
@@ -79,6 +80,7 @@ class Inspection:
         try:
             if self.duration == 0:
                 sampler.tick()
+                time.sleep(0.5)   # time for py-spy to take a few samples
             else:
                 next_tick = 0.0
                 while True:
@@ -99,7 +101,8 @@ class Inspection:
                         if self.progress:
                             self.progress(now, self.duration, len(sampler.live), threads)
                     if self.children and now >= next_rescan:
-                        self._rescan(sampler, root_key)
+                        for record in self._rescan(sampler, root_key):
+                            self._sample_stacks_of(stacks, record)
                         next_rescan += TREE_RESCAN_S
                     if not sampler.live:
                         break  # everything we watch has exited
@@ -108,16 +111,7 @@ class Inspection:
         finally:
             exact = self._stop_exact_counts(counter, t0)
             sampler.finish()
-            if stack_started or self.duration == 0:
-                if self.duration == 0:
-                    # a single snapshot: one short py-spy run
-                    stacks = StackProbe(self.pid, subprocesses=self.children, rate=20,
-                                        duration=0.3, native=self.native)
-                    if stacks.start():
-                        time.sleep(0.3)
-                profiles, frames = stacks.stop()
-            else:
-                profiles, frames = {}, []
+            profiles, frames = stacks.stop()
             gpu.stop()
         elapsed = time.monotonic() - t0
         local_values = {}
@@ -128,6 +122,10 @@ class Inspection:
 
         if stacks.limitation:
             self.limitations.append(stacks.limitation)
+        if stacks.skipped:
+            self.limitations.append("Python stacks of %d processes not sampled: at most %d py-spy recorders "
+                                    "run at once (pids %s...)" % (len(stacks.skipped), stacks.MAX_PROCESSES,
+                                                                  ", ".join(map(str, stacks.skipped[:5]))))
         if rate_notes:
             self.limitations.append(
                 "sampling rate lowered to %s Hz for a large tree (asked for %s Hz)"
@@ -147,7 +145,7 @@ class Inspection:
             records=sampler.records,
             profiles=profiles,
             frames=frames,
-            stack_failure=stacks.failure,
+            stack_failures=stacks.failures,
             gpu=gpu.to_dict(),
             skipped_children=skipped_children,
             limitations=self.limitations,
@@ -190,10 +188,18 @@ class Inspection:
         }
 
     def _rescan(self, sampler, root_key):
+        """Watch processes new in the tree; return their records."""
+        born = []
         for pid in _safe_descendants(self.pid):
             key = targets.process_key(pid)
-            if key is not None:
-                sampler.watch(key, role_hint="descendant")
+            if key is not None and key not in sampler.records:
+                born.append(sampler.watch(key, role_hint="descendant"))
+        return born
+
+    @staticmethod
+    def _sample_stacks_of(stacks, record):
+        if record.exited_at is None and capture.looks_like_python(record.pid, record.static.get("exe")) is not False:
+            stacks.add(record.pid)
 
 
 def _frame_owner(profiles):
