@@ -147,8 +147,11 @@ def cli():
 @click.option("--children", is_flag=True, help="Also inspect every descendant process (ranks, workers, compilers).")
 @click.option("--duration", type=click.FloatRange(min=0), default=10.0, show_default=True,
               help="Sampling window in seconds; 0 takes a single snapshot.")
-@click.option("--rate", type=click.FloatRange(min=0.5, max=1000), default=10.0, show_default=True,
-              help="Samples per second of every thread's state, syscall and Python stack.")
+@click.option("--rate", type=click.FloatRange(min=0.5, max=1000), default=5.0, show_default=True,
+              help="Samples per second of every thread's state and current syscall (/proc).")
+@click.option("--stack-rate", type=click.FloatRange(min=0.5, max=100), default=3.0, show_default=True,
+              help="Python stack samples per second per process (py-spy). Each costs more than a /proc "
+                   "sample; stacks of a stalled run change slowly.")
 @click.option("-o", "--output", "outputs", multiple=True, metavar="PATH",
               help="Write the report here; format from the extension (.json, .md, .html, .txt, "
                    ".speedscope.json). Repeatable.")
@@ -163,14 +166,16 @@ def cli():
               help="Also record local variables of the innermost frames (truncated and redacted). Off by default: "
                    "values may hold data you do not want in a ticket.")
 @UMASK_OPTION
-def inspect(pid, children, duration, rate, outputs, as_json, native, syscalls, syscalls_backend, locals_, umask):
+def inspect(pid, children, duration, rate, stack_rate, outputs, as_json, native, syscalls, syscalls_backend, locals_,
+            umask):
     """Sample process PID (and with --children its whole tree) and say what it waits on."""
     from .session import Inspection
     try:
         plan = check_outputs(outputs)
         progress = Progress()
         with StopOnSignal() as stop:
-            inspection = Inspection(pid, children=children, duration=duration, rate=rate, native=native,
+            inspection = Inspection(pid, children=children, duration=duration, rate=rate, stack_rate=stack_rate,
+                                    native=native,
                                     progress=progress, stop_flag=stop, syscalls=syscalls,
                                     syscall_backend=syscalls_backend, notice=progress.notice, locals_=locals_)
             if native:

@@ -17,6 +17,9 @@ from .probes.stacks import StackProbe
 from .probes.threads import ThreadSampler
 
 TREE_RESCAN_S = 0.5
+# py-spy notices SIGINT up to ~1.6 sample periods later (measured): ask it to
+# stop that much before the window ends so the report is not late.
+STACK_STOP_LEAD = 2.0
 # Thread-samples per second above which the rate is lowered, to keep our
 # own CPU use near 2-3% of a core on large trees.
 THREAD_READS_PER_S = 1500
@@ -27,13 +30,14 @@ class Interrupted(Exception):
 
 
 class Inspection:
-    def __init__(self, pid, children=False, duration=10.0, rate=10.0, native=False,
+    def __init__(self, pid, children=False, duration=10.0, rate=5.0, stack_rate=3.0, native=False,
                  progress=None, stop_flag=None, syscalls="sampled", syscall_backend=None, notice=None,
                  locals_=False):
         self.pid = pid
         self.children = children
         self.duration = max(0.0, float(duration))
         self.rate = max(0.5, float(rate))
+        self.stack_rate = max(0.5, float(stack_rate))
         self.native = native
         self.progress = progress
         self.stop_flag = stop_flag or (lambda: None)
@@ -66,7 +70,8 @@ class Inspection:
             t0 = time.monotonic()
             sampler.t0 = t0
             wall_start = sampler.wall_start = time.time()
-        stacks = StackProbe(rate=min(self.rate, 100), duration=max(self.duration, 1), native=self.native)
+        stacks = StackProbe(rate=self.stack_rate if self.duration else 20, duration=max(self.duration, 1),
+                            native=self.native)
         if stacks.start():
             for record in list(sampler.records.values()):
                 self._sample_stacks_of(stacks, record)
@@ -87,6 +92,9 @@ class Inspection:
                     now = time.monotonic() - t0
                     if now >= self.duration:
                         break
+                    lead = STACK_STOP_LEAD / stacks.rate
+                    if stacks.usable and self.duration >= 4 * lead and now >= self.duration - lead:
+                        stacks.request_stop()
                     reason = self.stop_flag()
                     if reason:
                         interrupted = reason
@@ -138,7 +146,7 @@ class Inspection:
             tool_version=__version__,
             host=host_info(),
             request={"pid": self.pid, "children": self.children, "duration_s": self.duration,
-                     "rate_hz": self.rate, "native": self.native},
+                     "rate_hz": self.rate, "stack_rate_hz": self.stack_rate, "native": self.native},
             window={"start": wall_start, "duration_s": round(elapsed, 3), "samples": sampler.ticks,
                     "rate_hz": round(effective_rate, 2), "stack_rate_hz": stacks.rate,
                     "interrupted": interrupted},

@@ -223,7 +223,7 @@ def test_deep_recursion_non_utf8_names_and_a_100kb_command_line(launch, tmp_path
     args = []
     for out in outs:
         args += ["-o", out]
-    proc = run_stalldiag("inspect", w.pid, "--duration", 2, *args)
+    proc = run_stalldiag("inspect", w.pid, "--duration", 3, *args)
     assert proc.returncode == 0, proc.stderr
     for out in outs:
         out.read_bytes().decode("utf-8")   # every format is valid UTF-8

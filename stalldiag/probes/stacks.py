@@ -112,11 +112,17 @@ class StackProbe:
             return
         self._recorders[pid] = (proc, outfile, errfile)
 
-    def stop(self, timeout=5.0):
-        """End sampling; return ({(pid, tid): {"name", "stacks"}}, frames) merged over processes."""
+    def request_stop(self):
+        """Ask every recorder to finish.  py-spy notices SIGINT only at its next sample, up to
+        1.6 sample periods later, so the session asks one period before the window ends."""
+        self.usable = False
         for proc, _out, _err in self._recorders.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)
+
+    def stop(self, timeout=5.0):
+        """End sampling; return ({(pid, tid): {"name", "stacks"}}, frames) merged over processes."""
+        self.request_stop()
         deadline = time.monotonic() + timeout
         profiles, frames, frame_index = {}, [], {}
         for pid, (proc, outfile, errfile) in self._recorders.items():

@@ -291,7 +291,9 @@ class ThreadSampler:
         thread.name = st["comm"]
         state = st["state"]
         syscall, detail, wchan = None, None, None
-        if "syscall" not in record.denied:
+        if state == "R":
+            syscall = "running"      # on a CPU or about to be: no syscall to read
+        elif "syscall" not in record.denied:
             try:
                 syscall, args = procfs.current_syscall(pid, tid)
             except procfs.AccessDenied:
@@ -301,11 +303,6 @@ class ThreadSampler:
                 detail = self._wait_detail(record, tid, syscall, args)
         if state == "D":
             wchan = procfs.wchan(pid, tid)
-        if state == "R" and syscall not in (None, "running"):
-            # Runnable but the kernel still reports a syscall: it was just
-            # woken; count it as running so residency reflects CPU use.
-            syscall = "running"
-            detail = None
         thread.samples.append([t, state, syscall, detail, wchan])
 
     def _wait_detail(self, record, tid, syscall, args):

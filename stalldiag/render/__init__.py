@@ -17,7 +17,8 @@ def format_for_path(path):
 
 def render(report, fmt, color=False):
     if fmt == "json":
-        return json.dumps(report, indent=1, sort_keys=False, default=str) + "\n"
+        # compact: json's C encoder only runs without indent (10x faster on large captures)
+        return json.dumps(report, separators=(",", ":"), default=str) + "\n"
     if fmt == "markdown":
         return markdown.render(report)
     if fmt == "text":
