@@ -143,8 +143,12 @@ def cli():
 
 
 @cli.command()
-@click.argument("pid", type=int)
+@click.argument("pid", type=int, required=False)
 @click.option("--children", is_flag=True, help="Also inspect every descendant process (ranks, workers, compilers).")
+@click.option("--match", metavar="REGEX", default=None,
+              help="Without PID: only consider runs whose command line matches REGEX.")
+@click.option("--host-label", metavar="NAME", default=None,
+              help="Name this host in the report (default: the hostname), for `stalldiag merge`.")
 @click.option("--duration", type=click.FloatRange(min=0), default=10.0, show_default=True,
               help="Sampling window in seconds; 0 takes a single snapshot.")
 @click.option("--rate", type=click.FloatRange(min=0.5, max=1000), default=5.0, show_default=True,
@@ -166,12 +170,22 @@ def cli():
               help="Also record local variables of the innermost frames (truncated and redacted). Off by default: "
                    "values may hold data you do not want in a ticket.")
 @UMASK_OPTION
-def inspect(pid, children, duration, rate, stack_rate, outputs, as_json, native, syscalls, syscalls_backend, locals_,
-            umask):
-    """Sample process PID (and with --children its whole tree) and say what it waits on."""
+def inspect(pid, children, match, host_label, duration, rate, stack_rate, outputs, as_json, native, syscalls,
+            syscalls_backend, locals_, umask):
+    """Sample process PID (and with --children its whole tree) and say what it waits on.
+
+    Without PID, find the training run (GPU holders, launchers, busiest Python jobs) and
+    inspect its whole tree from the launcher down."""
     from .session import Inspection
     try:
         plan = check_outputs(outputs)
+        discovered = None
+        if pid is None:
+            from .discovery import choose_target
+            pid, discovered = choose_target(match)
+            children = True   # the launcher and every rank and worker below it
+            if sys.stderr.isatty():
+                click.echo("stalldiag: inspecting pid %d and its tree (%s)" % (pid, discovered), err=True)
         progress = Progress()
         with StopOnSignal() as stop:
             inspection = Inspection(pid, children=children, duration=duration, rate=rate, stack_rate=stack_rate,
@@ -183,6 +197,10 @@ def inspect(pid, children, duration, rate, stack_rate, outputs, as_json, native,
                                               "(native unwinding cannot run non-blocking)")
             cap = inspection.run()
             progress.clear()
+        if discovered:
+            cap["request"]["discovered"] = discovered
+        if host_label:
+            cap["host"]["hostname"] = host_label
         report = build_report(cap)
         skipped = cap.get("skipped_children") or 0
         if skipped and sys.stderr.isatty():
@@ -221,6 +239,87 @@ def report(file, outputs, as_json, umask):
             raise CaptureError("%s: malformed capture (%s: %s)" % (file, type(exc).__name__, str(exc)[:200]))
         write_report(texts, 0o666 & ~umask)
         sys.stdout.write(stdout)
+    except StalldiagError as exc:
+        _fail(str(exc), exc.exit_code)
+
+
+def _interval(ctx, param, value):
+    from .watch import parse_interval
+    try:
+        return parse_interval(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc))
+
+
+@cli.command()
+@click.argument("pid", type=int, required=False)
+@click.option("--children", is_flag=True, help="Watch and inspect every descendant too.")
+@click.option("--match", metavar="REGEX", default=None, help="Without PID: only runs whose command matches.")
+@click.option("--every", default="60s", show_default=True, callback=_interval, metavar="INTERVAL",
+              help="Time between light checks (30s, 10m, 1h).")
+@click.option("--stall-after", default="10m", show_default=True, callback=_interval, metavar="INTERVAL",
+              help="No progress for this long is a stall: inspect and report it (once per stall).")
+@click.option("--report-dir", default=".", show_default=True, type=click.Path(file_okay=False),
+              help="Where stall reports (Markdown, JSON, HTML) are written, with timestamped names.")
+@click.option("--exec", "exec_cmd", default=None, metavar="CMD",
+              help="Run CMD with the report path after each report ({} is replaced by it, else appended).")
+@click.option("--duration", type=click.FloatRange(min=1), default=10.0, show_default=True,
+              help="Window of the full inspection run at a stall.")
+def watch(pid, children, match, every, stall_after, report_dir, exec_cmd, duration):
+    """Watch a run unattended; when it stops making progress, write one report per stall."""
+    from .targets import check_target
+    from .watch import Watcher, log_line
+    try:
+        if pid is None:
+            from .discovery import choose_target
+            pid, _why = choose_target(match)
+            children = True
+        check_target(pid)
+        if not os.path.isdir(report_dir):
+            raise OutputError("--report-dir %s: no such directory" % report_dir)
+        check_outputs([os.path.join(report_dir, "stalldiag-probe.json")])
+        with StopOnSignal() as stop:
+            watcher = Watcher(pid, children, every, stall_after, report_dir, exec_cmd, duration, log=log_line,
+                              sleep=lambda s: _sleep_unless(stop, s))
+            code = watcher.run_until(stop)
+    except StalldiagError as exc:
+        _fail(str(exc), exc.exit_code)
+    sys.exit(code)
+
+
+def _sleep_unless(stop, seconds):
+    import time
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not stop():
+        time.sleep(min(0.2, end - time.monotonic()))
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "outputs", multiple=True, metavar="PATH",
+              help="Write the merged report here (.md, .json, .txt). Repeatable.")
+@click.option("--json", "as_json", is_flag=True, help="Print the merged report as JSON.")
+@UMASK_OPTION
+def merge(files, outputs, as_json, umask):
+    """Join per-host JSON reports of one job into one verdict: which host and rank is the outlier."""
+    import json
+    from .merge import merge_reports, render_text
+    try:
+        plan = check_outputs(outputs)
+        try:
+            merged = merge_reports(files)
+        except StalldiagError:
+            raise
+        except Exception as exc:
+            raise CaptureError("malformed report among %s (%s: %s)" % (", ".join(files), type(exc).__name__, exc))
+        texts = []
+        for path, fmt in plan:
+            if fmt == "json":
+                texts.append((path, json.dumps(merged, indent=1) + "\n"))
+            else:
+                texts.append((path, render_text(merged, markdown=fmt == "markdown")))
+        write_report(texts, 0o666 & ~umask)
+        sys.stdout.write(json.dumps(merged, indent=1) + "\n" if as_json else render_text(merged))
     except StalldiagError as exc:
         _fail(str(exc), exc.exit_code)
 

@@ -9,6 +9,7 @@ Exit codes (documented in the README):
   5  permission denied for the target
   6  capture/report file unreadable, corrupt or of a newer schema
   7  output path not writable
+  8  no PID given and several runs could be the one (candidates listed)
   130 / 143  interrupted by SIGINT / SIGTERM (report of what was sampled still written)
 """
 
@@ -20,6 +21,7 @@ EXIT_CODES = {
     "permission": 5,
     "bad-capture": 6,
     "output": 7,
+    "ambiguous": 8,
 }
 
 

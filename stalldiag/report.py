@@ -65,6 +65,7 @@ def build_report(capture):
         "verdict": result["verdict"],
         "chain": result["chain"],
         "chain_text": result["chain_text"],
+        "ranks": result["ranks"],
         "findings": result["findings"],
         "processes": processes,
         "syscall_counts": None if exact is None else {

@@ -393,6 +393,18 @@ def _resource_text(d):
     return " → storage at %.1f MB/s" % (read_bytes / duration / 1e6)
 
 
+def _ranks(d):
+    from .ranks import group, rank_rows, signature, suspects
+    rows = rank_rows(d)
+    if not rows:
+        return None
+    odd = {r["pid"] for r in suspects(rows)}
+    for row in rows:
+        row["suspect"] = row["pid"] in odd
+    return {"rows": rows, "groups": [{"shape": sig, "ranks": [r["rank"] for r in members]}
+                                     for sig, members in group(rows)]}
+
+
 def _result(d, verdict):
     threads = {}
     for view in d.views:
@@ -411,5 +423,6 @@ def _result(d, verdict):
         "chain": [{"pid": v.pid, "tid": v.tid, "name": v.name, "kind": v.kind,
                    "role": d.roles.get(v.pid), "text": _step_text(d, v)} for v in d.chain],
         "chain_text": " → ".join(_step_text(d, v) for v in d.chain) + _resource_text(d),
+        "ranks": _ranks(d),
         "threads": threads,
     }

@@ -15,6 +15,8 @@ import subprocess
 import tempfile
 import time
 
+from ..helpers import die_with_parent
+
 # "Process 12 Thread 34 "name"" with --subprocesses, "Thread 34 "name"" without.
 PROFILE_NAME = re.compile(r'^(?:Process (\d+) )?Thread (\d+)(?: "(.*)")?$', re.S)
 MIN_PYSPY = (0, 3, 10)
@@ -105,7 +107,7 @@ class StackProbe:
         try:
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errfile,
                                     stdin=subprocess.DEVNULL, start_new_session=True,
-                                    preexec_fn=_die_with_parent)
+                                    preexec_fn=die_with_parent)
         except OSError as exc:
             errfile.close()
             self.failures[pid] = ("error", "py-spy could not start: %s" % exc)
@@ -160,16 +162,6 @@ def _intern_frame(frames, index, frame):
         index[key] = len(frames)
         frames.append(list(frame))
     return index[key]
-
-
-def _die_with_parent():
-    """PR_SET_PDEATHSIG: if stalldiag is killed, py-spy ends too."""
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
 
 
 def explain_failure(stderr):

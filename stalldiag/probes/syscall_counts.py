@@ -27,6 +27,7 @@ import tempfile
 import time
 
 from .. import procfs
+from ..helpers import die_with_parent
 
 # Always reported, so a reader can rely on them being there (zero if unseen).
 ALWAYS_SHOWN = ("futex", "read", "openat")
@@ -42,15 +43,6 @@ PERF_SYSCALLS = (
 ATTACH_TIMEOUT_S = 20.0
 
 
-def _die_with_parent():
-    """In the tracer: its own process group, and SIGTERM when stalldiag dies."""
-    try:
-        import ctypes
-        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-
-
 def _raise_fd_limit():
     import resource
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -61,7 +53,7 @@ def _raise_fd_limit():
 
 
 def _tracer_preexec():
-    _die_with_parent()
+    die_with_parent()
     _raise_fd_limit()
 
 

@@ -33,6 +33,15 @@ def render(report):
     if report.get("findings"):
         out += ["", "## Findings", ""]
         out += ["- **%s**: %s" % (f["kind"], f["summary"]) for f in report["findings"]]
+    ranks = report.get("ranks") or {}
+    if ranks.get("rows"):
+        out += ["", "## Ranks", ""]
+        out += _md_table(["rank", "local", "host", "pid", "state", "where", "GPU", ""],
+                         [[r["rank"], r.get("local_rank"), r.get("host"), r["pid"], r["state"], r["where"],
+                           ",".join(map(str, r.get("gpus") or [])) or "-", "**suspect**" if r.get("suspect") else ""]
+                          for r in ranks["rows"]])
+        out += ["", "Groups by stack shape: " + "; ".join(
+            "%s: ranks %s" % (g["shape"], ",".join(map(str, g["ranks"]))) for g in ranks.get("groups") or [])]
     out += ["", "## Processes", ""]
     out += _md_table(PROCESS_HEADER, process_rows(report))
     out += ["", "## Threads and syscalls", "",

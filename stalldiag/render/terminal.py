@@ -46,6 +46,15 @@ def render(report, color=False, max_stacks=4):
         out.append(_c("Findings", "bold", color))
         for f in report["findings"]:
             out.append("  - [%s] %s" % (f["kind"], f["summary"]))
+    ranks = report.get("ranks") or {}
+    if ranks.get("rows"):
+        out.append("")
+        out.append(_c("Ranks", "bold", color))
+        out.extend("  " + line for line in table(
+            ["rank", "local", "host", "pid", "state", "where", "GPU", ""],
+            [[r["rank"], r.get("local_rank"), r.get("host"), r["pid"], r["state"], r["where"][:40],
+              ",".join(map(str, r.get("gpus") or [])) or "-", "SUSPECT" if r.get("suspect") else ""]
+             for r in ranks["rows"]]))
     out.append("")
     out.append(_c("Processes", "bold", color))
     out.extend("  " + line for line in table(PROCESS_HEADER, process_rows(report)))

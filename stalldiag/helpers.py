@@ -1,0 +1,17 @@
+"""Helper processes stalldiag starts (py-spy, tracers) must never outlive it."""
+import signal
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent():
+    """preexec_fn: SIGTERM this child when stalldiag dies, even by SIGKILL.
+
+    Combined with start_new_session=True (its own process group), a Ctrl-C in
+    the terminal reaches stalldiag only, which then stops its helpers in order.
+    """
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except Exception:
+        pass
