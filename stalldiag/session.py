@@ -19,7 +19,8 @@ from .probes.threads import ThreadSampler
 TREE_RESCAN_S = 0.5
 # py-spy notices SIGINT up to ~1.6 sample periods later (measured): ask it to
 # stop that much before the window ends so the report is not late.
-STACK_STOP_LEAD = 2.0
+STACK_STOP_LEAD = 3.0
+STACKS_FULL_RATE_PROCESSES = 8
 # Thread-samples per second above which the rate is lowered, to keep our
 # own CPU use near 2-3% of a core on large trees.
 THREAD_READS_PER_S = 1500
@@ -70,8 +71,15 @@ class Inspection:
             t0 = time.monotonic()
             sampler.t0 = t0
             wall_start = sampler.wall_start = time.time()
-        stacks = StackProbe(rate=self.stack_rate if self.duration else 20, duration=max(self.duration, 1),
-                            native=self.native)
+        stack_rate = self.stack_rate if self.duration else 20
+        if len(sampler.records) > STACKS_FULL_RATE_PROCESSES and self.duration:
+            # each py-spy recorder costs per sample: keep the tree's total near 8 processes' worth
+            lowered = max(2.0, stack_rate * STACKS_FULL_RATE_PROCESSES / len(sampler.records))
+            if lowered < stack_rate:
+                self.limitations.append("Python stack rate lowered to %.1f Hz for %d processes (asked for %s Hz)"
+                                        % (lowered, len(sampler.records), stack_rate))
+                stack_rate = lowered
+        stacks = StackProbe(rate=stack_rate, duration=max(self.duration, 1), native=self.native)
         if stacks.start():
             for record in list(sampler.records.values()):
                 self._sample_stacks_of(stacks, record)
