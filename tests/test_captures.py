@@ -60,6 +60,8 @@ EXPECTED = [
     ("queue_put", "cpu", "main", "worker", ["crunch_numbers"], set()),
     ("mp_process_join", "subprocess", "child", None, ["long_task"], set()),
     ("shell_launcher", "sleep", "main", "MainThread", ["poll_for_work"], set()),
+    ("mpirun_launcher", "sleep", "rank 0", "MainThread", ["poll_for_work"], set()),
+    ("accelerate_launcher", "sleep", "main", "MainThread", ["poll_for_work"], set()),
     # --- measured on H200 GPUs ---
     ("gpu_matmul", "cuda", "main", "MainThread", ["SM activity 96", "GPU-bound"], {"gpu-bound"}),
     ("gpu_spin_kernel", "cuda", "main", "MainThread", ["looks hung", "SM activity 0.8%"], {"hung-kernel"}),
@@ -127,3 +129,9 @@ def test_native_threads_are_shown_by_name_with_their_state():
     assert native, sorted(names)
     for name in native:
         assert names[name]["residency"], name   # /proc state even without Python frames
+
+
+def test_mpi_ranks_come_from_open_mpi_variables():
+    report = replay("mpirun_launcher")
+    assert next(p for p in report["processes"] if p["pid"] == report["capture"]["request"]["pid"])["role"] == "launcher"
+    assert [(r["rank"], r["local_rank"]) for r in report["ranks"]["rows"]] == [(0, 0), (1, 1)]

@@ -58,6 +58,11 @@ CASES = {
     "queue_put": (py("thread_waits.py", "queue-put"), 0.3, 2),
     "shell_launcher": (["bash", "-c", "%s -u sleep_loop.py; exit 0" % sys.executable], 0.5, 2),
     "http_wait": None,  # needs a server; see record_with_server
+    # launchers (Debian's openmpi-bin, PyPI's accelerate: installed by hand to record these)
+    "mpirun_launcher": (["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2", sys.executable, "-u",
+                         "sleep_loop.py"], 1.0, 2),
+    "accelerate_launcher": (["accelerate", "launch", "--cpu", "--num_processes", "1", "--num_machines", "1",
+                             "--mixed_precision", "no", "--dynamo_backend", "no", "sleep_loop.py"], 1.0, 2),
     "asyncio_selector": None,  # needs a server; see record_with_server
 }
 

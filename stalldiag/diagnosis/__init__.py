@@ -287,13 +287,13 @@ def _rank_label(d, pid):
 
 
 def _missing_ranks(d):
+    from ..redact import RANK_VARS, WORLD_SIZE_VARS, first_var
     seen, world = set(), None
     for proc in d.procs.values():
-        env = proc.get("env") or {}
-        if env.get("RANK", "").isdigit():
-            seen.add(int(env["RANK"]))
-        if env.get("WORLD_SIZE", "").isdigit():
-            world = int(env["WORLD_SIZE"])
+        rank = first_var(proc.get("env"), RANK_VARS)
+        if rank is not None:
+            seen.add(rank)
+        world = first_var(proc.get("env"), WORLD_SIZE_VARS) or world
     if world is None:
         return None
     missing = sorted(set(range(world)) - seen)

@@ -7,6 +7,7 @@ times, so host clocks do not matter).
 """
 from collections import Counter
 
+from ..redact import LOCAL_RANK_VARS, first_var
 from .explain import frame_text
 from .gpu import devices_of
 
@@ -33,7 +34,7 @@ def rank_rows(d):
         env = (d.procs.get(pid) or {}).get("env") or {}
         rows.append({
             "rank": int(role.split()[1]),
-            "local_rank": int(env["LOCAL_RANK"]) if env.get("LOCAL_RANK", "").isdigit() else None,
+            "local_rank": first_var(env, LOCAL_RANK_VARS),
             "pid": pid,
             "host": host,
             "state": view.kind if view else "unknown",

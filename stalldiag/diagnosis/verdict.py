@@ -10,6 +10,7 @@ import re
 from collections import Counter
 
 from ..knowledge.processes import match_process
+from ..redact import RANK_VARS, first_var
 from .gpu import device_summaries
 from .threads import THREAD_WAIT_KINDS, thread_views
 
@@ -62,7 +63,7 @@ def assign_roles(capture, views_by_pid=None):
         contexts = set()
         for view in views_by_pid.get(pid, []):
             contexts.update(k for k, share in view.context_share.items() if share > 0)
-        rank = (proc.get("env") or {}).get("RANK")
+        rank = first_var(proc.get("env"), RANK_VARS)
         if row is not None and row.role == "launcher":
             if pid == root_pid and len(procs) > 1 or any(p.get("ppid") == pid for p in procs):
                 roles[pid] = "launcher"
@@ -70,8 +71,8 @@ def assign_roles(capture, views_by_pid=None):
             roles[pid] = row.role
         elif "dataloader-worker" in contexts:
             roles[pid] = "dataloader-worker"
-        elif rank is not None and rank.isdigit():
-            roles[pid] = "rank %s" % rank
+        elif rank is not None:
+            roles[pid] = "rank %d" % rank
     main = focus_process(capture, roles)
     for proc in procs:
         if proc["pid"] not in roles:

@@ -57,6 +57,19 @@ def render(report):
             rows.append([proc["pid"], "(process)", "read/write syscalls", "exact",
                          "", "read %d, write %d" % (io.get("syscr", 0), io.get("syscw", 0)), ""])
     out += _md_table(["pid", "tid", "thread", "kind", "samples", "residency", "CPU s"], rows)
+    exact = report.get("syscall_counts")
+    if exact:
+        out += ["", "<details><summary>Exact syscall counts (%s, %.1f s)</summary>" % (
+            exact.get("backend"), exact.get("counted_s") or 0), ""]
+        out += ["- " + note for note in exact.get("notes") or []]
+        rows = [["tree", "", _counts_text(exact.get("tree"))]]
+        for proc in report.get("processes") or []:
+            rows.append([proc["pid"], "", _counts_text(proc.get("syscall_counts"))])
+            for t in proc.get("threads") or []:
+                if t.get("syscall_counts") and any(t["syscall_counts"].values()):
+                    rows.append([proc["pid"], t["tid"], _counts_text(t["syscall_counts"])])
+        out += _md_table(["pid", "tid", "counts (futex, read, openat, then the most frequent)"], rows[:400])
+        out += ["", "</details>"]
     stacks = thread_stacks(report, limit=3)
     if stacks:
         out += ["", "<details><summary>Python stacks (%d threads)</summary>" % len(stacks), ""]
@@ -95,3 +108,9 @@ def render(report):
         out += ["", "## Not observed", ""]
         out += ["- " + line for line in report["limitations"]]
     return "\n".join(out) + "\n"
+
+
+def _counts_text(counts, limit=8):
+    if not counts:
+        return "-"
+    return ", ".join("%s %d" % (name, n) for name, n in list(counts.items())[:limit])

@@ -73,6 +73,15 @@ def render(report, color=False, max_stacks=4):
                     out.append("      " + short_frame(frame))
         if len(stacks) > max_stacks:
             out.append("  (%d more threads with stacks in the Markdown/JSON report)" % (len(stacks) - max_stacks))
+    exact = report.get("syscall_counts")
+    if exact:
+        out.append("")
+        out.append(_c("Exact syscall counts (%s, %.1f s)" % (exact.get("backend"), exact.get("counted_s") or 0),
+                      "bold", color))
+        out.append("  tree: " + ", ".join("%s %d" % kv for kv in list((exact.get("tree") or {}).items())[:8]))
+        for proc in (report.get("processes") or [])[:8]:
+            counts = proc.get("syscall_counts") or {}
+            out.append("  pid %d: %s" % (proc["pid"], ", ".join("%s %d" % kv for kv in list(counts.items())[:8])))
     if report.get("limitations"):
         out.append("")
         out.append(_c("Not observed", "bold", color))
