@@ -43,17 +43,19 @@ def test_without_a_pid_the_torchrun_job_is_found_and_every_rank_inspected(launch
     assert rows[0]["local_rank"] == 0 and rows[0]["state"] == "collective"
 
 
-def test_two_unrelated_jobs_are_listed_and_refused(launch):
-    a = launch("sleep_loop.py")
-    b = launch("cpu_loop.py")
-    proc = run_stalldiag("inspect", "--duration", 0)
+def test_two_unrelated_jobs_are_listed_and_refused(launch, tmp_path):
+    # a token on both command lines keeps unrelated Python processes of the machine out of it
+    token = "job-%s" % tmp_path.name
+    a = launch("sleep_loop.py", token)
+    b = launch("cpu_loop.py", token)
+    proc = run_stalldiag("inspect", "--duration", 0, "--match", token)
     assert proc.returncode == 8, proc.stderr
     first, *table = proc.stderr.strip().splitlines()
     assert first.startswith("stalldiag: error: 2 runs could be the one: give a PID or --match REGEX")
     listed = "\n".join(table)
     assert str(a.pid) in listed and str(b.pid) in listed
     assert "Traceback" not in proc.stderr
-    picked = run_stalldiag("inspect", "--duration", 0, "--match", "cpu_loop", "--json")
+    picked = run_stalldiag("inspect", "--duration", 0, "--match", "cpu_loop.py %s" % token, "--json")
     assert picked.returncode == 0, picked.stderr
     assert json.loads(picked.stdout)["capture"]["request"]["pid"] == b.pid
 

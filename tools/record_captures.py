@@ -17,6 +17,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from stalldiag.targets import descendants  # noqa: E402
 WORKLOADS = os.path.join(ROOT, "fixtures", "workloads")
 CAPTURES = os.path.join(ROOT, "fixtures", "captures")
 TMP = tempfile.mkdtemp(prefix="stalldiag-captures-")
@@ -93,7 +95,14 @@ def record(name, argv, settle, duration, env=None):
         os.chmod(out, 0o644)
         print("%s: %s" % (name, proc.stdout.splitlines()[0] if proc.stdout else proc.stderr.strip()))
     finally:
+        # launchers (mpirun, torchrun) put their children in other process groups
+        tree = [popen.pid] + descendants(popen.pid)
         os.killpg(popen.pid, signal.SIGKILL)
+        for pid in tree:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         popen.wait()
 
 
