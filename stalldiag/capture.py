@@ -21,6 +21,7 @@ import json
 import os
 
 from .errors import CaptureError
+from .helpers import intern_row
 
 SCHEMA_VERSION = 1
 
@@ -52,7 +53,7 @@ def build(tool_version, host, request, window, records, profiles, frames, stack_
                 if local_values and (pid, tid) in local_values:
                     thread["locals"] = local_values[(pid, tid)]
                 thread["stack_samples"] = _run_length(
-                    [_intern(stack_table, stack_index, _bounded_stack(s, frames)) for s in profile["stacks"]])
+                    [intern_row(stack_table, stack_index, _bounded_stack(s, frames)) for s in profile["stacks"]])
         proc["python"] = _python_status(record, record.pid in seen_pids, (stack_failures or {}).get(record.pid))
         processes.append(proc)
     from .permissions import denied_text, how_to_get_access
@@ -139,14 +140,6 @@ def _peers_in(processes, peers):
     """Only the unix socket pairs that touch an inspected process."""
     held = {target for proc in processes for target in proc.get("endpoints", {})}
     return {str(ino): peer for ino, peer in peers.items() if "socket:[%d]" % ino in held}
-
-
-def _intern(table, index, stack):
-    key = tuple(stack)
-    if key not in index:
-        index[key] = len(table)
-        table.append(list(stack))
-    return index[key]
 
 
 def _run_length(ids):

@@ -126,22 +126,36 @@ def describe_fd(pid, fd, sockets):
 
 def _file_position(pid, fd, path):
     """Offset and size of a regular file, so a report can say "at 62%"."""
-    out = {}
+    facts = file_facts(pid, fd, "file")
+    out = {k: facts[k] for k in ("pos", "size") if k in facts}
+    if facts.get("kind") != "file":
+        out["kind"] = facts["kind"]
+    return out
+
+
+def file_facts(pid, fd, kind):
+    """Offset, open mode, size and mtime of an fd, and its kind refined by stat (fifo, block)."""
+    facts = {"kind": kind}
     try:
-        out["pos"] = int(procfs.fdinfo(pid, fd).get("pos", 0))
+        info = procfs.fdinfo(pid, fd)
+        facts["pos"] = int(info.get("pos", 0))
+        flags = int(info.get("flags", "0"), 8)
+        facts["mode"] = {0: "r", O_WRONLY: "w", O_RDWR: "rw"}.get(flags & O_ACCMODE, "?") + \
+            ("a" if flags & O_APPEND else "")
     except (procfs.ProcfsError, ValueError):
         pass
     try:
         st = os.stat("/proc/%d/fd/%d" % (pid, fd))
-        if stat_mod.S_ISREG(st.st_mode):
-            out["size"] = st.st_size
-        elif stat_mod.S_ISFIFO(st.st_mode):
-            out["kind"] = "fifo"
-        elif stat_mod.S_ISBLK(st.st_mode):
-            out["kind"] = "block"
     except OSError:
-        pass
-    return out
+        return facts
+    if stat_mod.S_ISREG(st.st_mode):
+        facts["size"] = st.st_size
+        facts["mtime"] = st.st_mtime
+    elif stat_mod.S_ISFIFO(st.st_mode) and kind == "file":
+        facts["kind"] = "fifo"
+    elif stat_mod.S_ISBLK(st.st_mode):
+        facts["kind"] = "block"
+    return facts
 
 
 def describe_target(info):
@@ -255,24 +269,8 @@ def file_snapshot(pid):
         kind = classify_target(target)
         if fd > 2 and kind != "file":
             continue
-        entry = {"fd": fd, "target": target, "kind": kind}
-        try:
-            info = procfs.fdinfo(pid, fd)
-            entry["pos"] = int(info.get("pos", 0))
-            flags = int(info.get("flags", "0"), 8)
-            entry["mode"] = {0: "r", O_WRONLY: "w", O_RDWR: "rw"}.get(flags & O_ACCMODE, "?") + \
-                ("a" if flags & O_APPEND else "")
-        except (procfs.ProcfsError, ValueError):
-            pass
-        try:
-            st = os.stat("/proc/%d/fd/%d" % (pid, fd))
-            if stat_mod.S_ISREG(st.st_mode):
-                entry["size"] = st.st_size
-                entry["mtime"] = st.st_mtime
-            elif stat_mod.S_ISFIFO(st.st_mode) and kind == "file":
-                entry["kind"] = "fifo"
-        except OSError:
-            pass
+        entry = {"fd": fd, "target": target}
+        entry.update(file_facts(pid, fd, kind))
         out.append(entry)
         if len(out) >= MAX_FILES:
             break

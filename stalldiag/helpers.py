@@ -1,4 +1,4 @@
-"""Helper processes stalldiag starts (py-spy, tracers) must never outlive it."""
+"""Small helpers shared by the probes and the capture."""
 import signal
 
 PR_SET_PDEATHSIG = 1
@@ -15,3 +15,12 @@ def die_with_parent():
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     except Exception:
         pass
+
+
+def intern_row(table, index, row):
+    """Position of row in table, appending it the first time (frames and stacks are shared)."""
+    key = tuple(row)
+    if key not in index:
+        index[key] = len(table)
+        table.append(list(row))
+    return index[key]

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 
-from ..helpers import die_with_parent
+from ..helpers import die_with_parent, intern_row
 
 # "Process 12 Thread 34 "name"" with --subprocesses, "Thread 34 "name"" without.
 PROFILE_NAME = re.compile(r'^(?:Process (\d+) )?Thread (\d+)(?: "(.*)")?$', re.S)
@@ -147,21 +147,13 @@ class StackProbe:
                 continue
             if not got:
                 self.failures[pid] = explain_failure(stderr)
-            remap = [_intern_frame(frames, frame_index, f) for f in got_frames]
+            remap = [intern_row(frames, frame_index, f) for f in got_frames]
             for key, profile in got.items():
                 profile["stacks"] = [[remap[i] for i in stack] for stack in profile["stacks"]]
                 profiles[key] = profile
         if self._tmpdir:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
         return profiles, frames
-
-
-def _intern_frame(frames, index, frame):
-    key = tuple(frame)
-    if key not in index:
-        index[key] = len(frames)
-        frames.append(list(frame))
-    return index[key]
 
 
 def explain_failure(stderr):
