@@ -114,6 +114,21 @@ class StackProbe:
             return
         self._recorders[pid] = (proc, outfile, errfile)
 
+    def _snapshot(self, pid):
+        """One `py-spy dump --json --nonblocking` of pid, in parse_speedscope's shape."""
+        try:
+            out = subprocess.run([self.binary, "dump", "--pid", str(pid), "--json", "--nonblocking"],
+                                 capture_output=True, text=True, timeout=20, preexec_fn=die_with_parent)
+            threads = json.loads(out.stdout) if out.returncode == 0 else []
+        except (OSError, subprocess.SubprocessError, ValueError):
+            return {}, []
+        frames, index, profiles = [], {}, {}
+        for thread in threads:
+            stack = [intern_row(frames, index, [f.get("name") or "?", f.get("filename") or "", f.get("line") or 0])
+                     for f in thread.get("frames") or []]
+            profiles[(pid, thread.get("os_thread_id"))] = {"name": thread.get("thread_name"), "stacks": [stack]}
+        return profiles, frames
+
     def request_stop(self):
         """Ask every recorder to finish.  py-spy notices SIGINT only at its next sample, up to
         1.6 sample periods later, so the session asks one period before the window ends."""
@@ -140,13 +155,20 @@ class StackProbe:
                 with open(outfile) as f:
                     got, got_frames = parse_speedscope(json.load(f), pid)
             except FileNotFoundError:
-                self.failures[pid] = explain_failure(stderr)
-                continue
+                got, got_frames = {}, []
             except ValueError:
                 self.failures[pid] = ("error", "py-spy wrote unreadable output")
                 continue
             if not got:
-                self.failures[pid] = explain_failure(stderr)
+                # A recorder stopped before its first sample (a short window on a busy
+                # machine): one non-blocking snapshot still gives the stacks, unless
+                # py-spy already said why it cannot.
+                failure = explain_failure(stderr)
+                if failure[0] not in ("not-python", "permission", "gone"):
+                    got, got_frames = self._snapshot(pid)
+                if not got:
+                    self.failures[pid] = failure
+                    continue
             remap = [intern_row(frames, frame_index, f) for f in got_frames]
             for key, profile in got.items():
                 profile["stacks"] = [[remap[i] for i in stack] for stack in profile["stacks"]]
