@@ -227,20 +227,29 @@ def unix_peers():
                 return peers
 
 
-def endpoints(pid):
-    """{"pipe:[ino]", "socket:[ino]" or "/dev/nvidiaN": [fd, ...]}: what connects a process
-    to others, and whether it holds a GPU context."""
-    found = {}
+def fd_targets(pid):
+    """{fd: link text} of every open fd of a process, or None if its fd table cannot be read."""
     try:
         fd_list = procfs.list_fds(pid)
     except procfs.ProcfsError:
-        return found
+        return None
+    targets = {}
     for fd in fd_list:
         try:
             target = procfs.fd_target(pid, fd)
         except procfs.ProcfsError:
             continue
-        if target and target.startswith(("pipe:", "socket:", "/dev/nvidia")):
+        if target:
+            targets[fd] = target
+    return targets
+
+
+def endpoints(targets):
+    """{"pipe:[ino]", "socket:[ino]" or "/dev/nvidiaN": [fd, ...]} from fd_targets(): what
+    connects a process to others, and whether it holds a GPU context."""
+    found = {}
+    for fd, target in (targets or {}).items():
+        if target.startswith(("pipe:", "socket:", "/dev/nvidia")):
             found.setdefault(target, []).append(fd)
     return found
 
@@ -249,23 +258,17 @@ MAX_FILES = 512
 O_ACCMODE, O_WRONLY, O_RDWR, O_APPEND = 0o3, 0o1, 0o2, 0o2000
 
 
-def file_snapshot(pid):
+def file_snapshot(pid, targets):
     """stdin/stdout/stderr and the regular files a process holds: offset, size, mtime.
 
     Two snapshots (start and end of the window) tell which files advanced,
     which grew (checkpoints, logs) and whether stdout received anything.
-    Returns {fd: {...}} as a list of dicts, at most MAX_FILES files.
+    `targets` is fd_targets(pid).  Returns a list of dicts, at most MAX_FILES files.
     """
-    try:
-        fd_list = procfs.list_fds(pid)
-    except procfs.ProcfsError:
+    if targets is None:
         return None
     out = []
-    for fd in fd_list:
-        try:
-            target = procfs.fd_target(pid, fd)
-        except procfs.ProcfsError:
-            continue
+    for fd, target in sorted(targets.items()):
         kind = classify_target(target)
         if fd > 2 and kind != "file":
             continue

@@ -125,7 +125,7 @@ class Inspection:
                     time.sleep(max(0.0, min(next_tick, next_rescan if self.children else next_tick)
                                    - (time.monotonic() - t0)))
         finally:
-            exact = self._stop_exact_counts(counter, t0)
+            exact = self._stop_exact_counts(counter)
             sampler.finish()
             profiles, frames = stacks.stop()
             gpu.stop()
@@ -184,7 +184,7 @@ class Inspection:
             return None
         return counter
 
-    def _stop_exact_counts(self, counter, t0):
+    def _stop_exact_counts(self, counter):
         if counter is None:
             return None
         stopped = time.monotonic()

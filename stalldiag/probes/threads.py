@@ -55,14 +55,16 @@ class ProcessRecord:
         self.files_end = None
         self.recent_files = []
         self._read_static()
-        self.read_endpoints()
-        self.files_start = fds.file_snapshot(pid)
+        self.files_start = self.read_fds()
 
-    def read_endpoints(self):
-        """Pipes and sockets this process holds: how waits cross into other processes."""
-        for target, fd_list in fds.endpoints(self.pid).items():
+    def read_fds(self):
+        """Read the fd table once: note the pipes and sockets this process holds (how waits
+        cross into other processes) and return the snapshot of its files."""
+        targets = fds.fd_targets(self.pid)
+        for target, fd_list in fds.endpoints(targets).items():
             known = self.endpoints.setdefault(target, [])
             known.extend(fd for fd in fd_list if fd not in known)
+        return fds.file_snapshot(self.pid, targets)
 
     def _read_static(self):
         pid = self.pid
@@ -237,10 +239,9 @@ class ThreadSampler:
         """Read closing counters of every live process."""
         for pid, key in list(self.live.items()):
             try:
-                self._read_process_counters(self.records[key], first=False)
-                self.records[key].read_endpoints()
                 record = self.records[key]
-                record.files_end = fds.file_snapshot(pid)
+                self._read_process_counters(record, first=False)
+                record.files_end = record.read_fds()
                 record.recent_files = fds.recently_written(
                     pid, procfs.cmdline(pid), record.files_end, self.wall_start)
             except procfs.ProcessGone:
