@@ -6,8 +6,8 @@ import sys
 import click
 
 from . import __version__, capture as capture_mod, render
-from .errors import CaptureError, OutputError, StalldiagError
-from .report import build_report
+from .errors import EXIT_CODES, CaptureError, OutputError, StalldiagError
+from .report import build_report, build_report_or_fallback, failure_text, record_failure
 
 SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143}
 
@@ -44,13 +44,56 @@ def check_outputs(paths):
 
 
 def render_all(report, plan, as_json):
-    """Every output rendered in memory first: a failure leaves no half-written files."""
-    texts = [(path, render.render(report, fmt)) for path, fmt in plan]
-    if as_json:
-        stdout = render.render(report, "json")
-    else:
-        stdout = render.render(report, "text", color=sys.stdout.isatty())
-    return texts, stdout
+    """Every output rendered in memory first: a write failure leaves no half-written files.
+
+    A renderer that raises is recorded in report["failures"] and its output skipped;
+    the others still run. JSON is rendered last, so it records every failure before it.
+    """
+    done = {}
+
+    def attempt(fmt, color=False):
+        if (fmt, color) not in done:
+            try:
+                done[fmt, color] = render.render(report, fmt, color=color)
+            except Exception as exc:
+                record_failure(report, "%s rendering" % fmt, exc)
+                done[fmt, color] = None
+        return done[fmt, color]
+
+    texts = {path: attempt(fmt) for path, fmt in plan if fmt != "json"}
+    stdout = None if as_json else attempt("text", color=sys.stdout.isatty())
+    if as_json or any(fmt == "json" for _path, fmt in plan):
+        json_text = render_json(report)
+        texts.update((path, json_text) for path, fmt in plan if fmt == "json")
+        stdout = json_text if as_json else stdout
+    return [(path, texts[path]) for path, _fmt in plan if texts[path] is not None], stdout
+
+
+def render_json(report):
+    """The JSON report; should even that fail, the capture with the failures."""
+    try:
+        return render.render(report, "json")
+    except Exception as exc:
+        record_failure(report, "json rendering", exc)
+        import json
+        return json.dumps({key: report.get(key) for key in ("schema_version", "tool", "limitations", "failures",
+                                                            "capture")}, default=repr) + "\n"
+
+
+def capture_fallback_path(pid):
+    """Where the capture goes when diagnosis or rendering failed and no -o .json was asked for:
+    ./stalldiag-capture-PID-TIME.json, else the same name in $TMPDIR."""
+    import tempfile
+    import time
+    name = "stalldiag-capture-%d-%s.json" % (pid, time.strftime("%Y%m%d-%H%M%S"))
+    for directory in (os.getcwd(), tempfile.gettempdir()):
+        path = os.path.join(directory, name)
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            return path
+        except OSError:
+            continue
+    return None
 
 
 def write_report(texts, mode=0o600):
@@ -64,11 +107,33 @@ def write_report(texts, mode=0o600):
             raise OutputError("%s: cannot write: %s" % (path, exc.strerror or exc))
 
 
-def emit(report, plan, as_json, mode=0o600):
+def emit(report, plan, as_json, mode=0o600, pid=0):
+    """Render and write every output; return the JSON files that hold the capture (after a
+    failure, a fallback file when no -o .json was given)."""
     texts, stdout = render_all(report, plan, as_json)
+    saved = [path for path, fmt in plan if fmt == "json"]
+    if report.get("failures") and not saved:
+        path = capture_fallback_path(pid)    # the samples must outlive the bug
+        if path:
+            texts.append((path, render_json(report)))
+            saved.append(path)
     write_report(texts, mode)
-    sys.stdout.write(stdout)
-    sys.stdout.flush()
+    if stdout:
+        sys.stdout.write(stdout)
+        sys.stdout.flush()
+    return saved
+
+
+def failed_message(report, saved, plan=()):
+    """One line: what failed and where, and where the capture is."""
+    failures = report["failures"]
+    text = failure_text(failures[0]) + ("" if len(failures) == 1 else " (and %d more)" % (len(failures) - 1))
+    if saved:
+        where = saved[0] if os.path.dirname(saved[0]) else "./" + saved[0]
+        return "%s; %sthe capture is saved in %s (`stalldiag report %s` re-renders it); please report this bug" % (
+            text, "" if any(fmt == "json" for _path, fmt in plan) else "no -o .json was given: ", where, where)
+    return "%s; the capture could not be saved (no -o .json given, and neither the current directory " \
+           "nor $TMPDIR is writable)" % text
 
 
 class Progress:
@@ -148,7 +213,11 @@ def cli():
 @click.option("--match", metavar="REGEX", default=None,
               help="Without PID: only consider runs whose command line matches REGEX.")
 @click.option("--host-label", metavar="NAME", default=None,
-              help="Name this host in the report (default: the hostname), for `stalldiag merge`.")
+              help="Name this host in the report (default: Slurm's node name inside a Slurm step, else the "
+                   "hostname), for `stalldiag merge`.")
+@click.option("--slurm-job", metavar="JOBID", default=None,
+              help="Inspect every node of this running Slurm job (srun --overlap, one stalldiag per node; reports "
+                   "in ./stalldiag-slurm-JOBID/, on a filesystem the nodes share) and merge the reports.")
 @click.option("--duration", type=click.FloatRange(min=0), default=10.0, show_default=True,
               help="Sampling window in seconds; 0 takes a single snapshot.")
 @click.option("--rate", type=click.FloatRange(min=0.5, max=1000), default=5.0, show_default=True,
@@ -171,18 +240,28 @@ def cli():
                    "values may hold data you do not want in a ticket.")
 @UMASK_OPTION
 def inspect(pid, children, match, host_label, duration, rate, stack_rate, outputs, as_json, native, syscalls,
-            syscalls_backend, locals_, umask):
+            syscalls_backend, locals_, umask, slurm_job):
     """Sample process PID (and with --children its whole tree) and say what it waits on.
 
     Without PID, find the training run (GPU holders, launchers, busiest Python jobs) and
     inspect its whole tree from the launcher down."""
     from .session import Inspection
+    if slurm_job is not None:
+        from .slurm import inspect_job
+        try:
+            check_outputs(outputs)
+            files = inspect_job(slurm_job, pid, duration, rate, stack_rate, syscalls, native, locals_)
+        except StalldiagError as exc:
+            _fail(str(exc), exc.exit_code)
+        return click.get_current_context().invoke(merge, files=files, outputs=outputs, as_json=as_json, umask=umask)
     try:
         plan = check_outputs(outputs)
         discovered = None
         if pid is None:
             from .discovery import choose_target
-            pid, discovered = choose_target(match)
+            from .slurm import step_target
+            # inside a step of a Slurm job (srun --overlap --jobid): that job's processes on this node
+            pid, discovered = (None if match else step_target()) or choose_target(match)
             children = True   # the launcher and every rank and worker below it
             if sys.stderr.isatty():
                 click.echo("stalldiag: inspecting pid %d and its tree (%s)" % (pid, discovered), err=True)
@@ -199,16 +278,19 @@ def inspect(pid, children, match, host_label, duration, rate, stack_rate, output
             progress.clear()
         if discovered:
             cap["request"]["discovered"] = discovered
+        host_label = host_label or os.environ.get("SLURMD_NODENAME")
         if host_label:
             cap["host"]["hostname"] = host_label
-        report = build_report(cap)
+        report = build_report_or_fallback(cap)
         skipped = cap.get("skipped_children") or 0
         if skipped and sys.stderr.isatty():
             click.echo("stalldiag: note: PID %d has %d child process(es) not inspected; add --children"
                        % (pid, skipped), err=True)
-        emit(report, plan, as_json, 0o666 & ~umask)
+        saved = emit(report, plan, as_json, 0o666 & ~umask, pid)
     except StalldiagError as exc:
         _fail(str(exc), exc.exit_code)
+    if report.get("failures"):
+        _fail(failed_message(report, saved, plan), EXIT_CODES["partial"])
     if cap.get("permission_denied"):
         from .permissions import how_to_get_access
         root = next((p for p in cap["processes"] if p["pid"] == pid), {})
@@ -234,9 +316,11 @@ def report(file, outputs, as_json, umask):
         cap = capture_mod.load_report(file)
         try:
             rep = build_report(cap)
-            texts, stdout = render_all(rep, plan, as_json)
         except Exception as exc:  # untrusted input: any inconsistency is a bad file, not a crash
             raise CaptureError("%s: malformed capture (%s: %s)" % (file, type(exc).__name__, str(exc)[:200]))
+        texts, stdout = render_all(rep, plan, as_json)
+        if rep["failures"]:
+            raise CaptureError("%s: malformed capture (%s)" % (file, failure_text(rep["failures"][0])[:300]))
         write_report(texts, 0o666 & ~umask)
         sys.stdout.write(stdout)
     except StalldiagError as exc:
@@ -275,8 +359,10 @@ def watch(pid, children, match, every, stall_after, report_dir, exec_cmd, durati
             pid, _why = choose_target(match)
             children = True
         check_target(pid)
-        if not os.path.isdir(report_dir):
-            raise OutputError("--report-dir %s: no such directory" % report_dir)
+        try:
+            os.makedirs(report_dir, mode=0o700, exist_ok=True)   # an output directory is made, like mkdir -p
+        except OSError as exc:
+            raise OutputError("--report-dir %s: cannot create it: %s" % (report_dir, exc.strerror or exc))
         check_outputs([os.path.join(report_dir, "stalldiag-probe.json")])
         with StopOnSignal() as stop:
             watcher = Watcher(pid, children, every, stall_after, report_dir, exec_cmd, duration, log=log_line,

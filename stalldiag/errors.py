@@ -10,6 +10,7 @@ Exit codes (documented in the README):
   6  capture/report file unreadable, corrupt or of a newer schema
   7  output path not writable
   8  no PID given and several runs could be the one (candidates listed)
+  9  diagnosis or a renderer failed (a bug): the capture is still saved in a JSON report
   130 / 143  interrupted by SIGINT / SIGTERM (report of what was sampled still written)
 """
 
@@ -22,6 +23,7 @@ EXIT_CODES = {
     "bad-capture": 6,
     "output": 7,
     "ambiguous": 8,
+    "partial": 9,
 }
 
 

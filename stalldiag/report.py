@@ -1,4 +1,8 @@
 """The JSON report: the stable contract other tools read, built from capture + diagnosis."""
+import os
+import sys
+import traceback
+
 from .diagnosis import diagnose
 from .diagnosis.gpu import devices_of, visible_devices
 from .diagnosis.progress import file_changes, stdio_changes
@@ -73,7 +77,91 @@ def build_report(capture):
             "tree": _with_always_shown(_sum_counts(exact_by_thread.values()))},
         "gpus": gpu.get("devices") or [],
         "gpu_available": gpu.get("available", False),
-        "limitations": capture.get("limitations") or [],
+        "limitations": list(capture.get("limitations") or []),   # a copy: failures are the report's, not the capture's
+        "failures": [],
+        "capture": capture,
+    }
+
+
+# --- a bug in diagnosis or rendering never loses the capture -------------------------------
+
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def where(exc):
+    """The innermost stalldiag frame of exc's traceback, as 'stalldiag/x.py:12 in f'."""
+    inner = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if os.path.abspath(frame.filename).startswith(PACKAGE_DIR + os.sep):
+            inner = frame
+    if inner is None:
+        return None
+    path = os.path.relpath(os.path.abspath(inner.filename), os.path.dirname(PACKAGE_DIR))
+    return "%s:%s in %s" % (path, inner.lineno, inner.name)
+
+
+def failure_text(failure):
+    return "%s failed: %s: %s%s" % (failure["stage"], failure["type"], failure["message"],
+                                    " (at %s)" % failure["where"] if failure.get("where") else "")
+
+
+def record_failure(report, stage, exc):
+    """Note a failed stage in the report (`failures` and a line under `limitations`); return it."""
+    if os.environ.get("STALLDIAG_DEBUG"):
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    failure = {"stage": stage, "type": type(exc).__name__, "message": str(exc)[:500], "where": where(exc)}
+    report.setdefault("failures", []).append(failure)
+    report.setdefault("limitations", []).append(
+        failure_text(failure) + "; the capture below is complete: `stalldiag report` on this JSON file "
+        "re-runs the diagnosis (a stalldiag bug: please report it)")
+    return failure
+
+
+def build_report_or_fallback(capture):
+    """build_report(), or when the diagnosis raises, a report without a verdict that still
+    carries the whole capture, so nothing sampled is lost and the renderers can still run."""
+    try:
+        return build_report(capture)
+    except Exception as exc:
+        report = fallback_report(capture)
+        record_failure(report, "diagnosis", exc)
+        return report
+
+
+def fallback_report(capture):
+    """The report's shape from the capture alone: no verdict, no finding, raw process data."""
+    window = capture.get("window") or {}
+    gpu = capture.get("gpu") or {}
+    processes = []
+    for proc in capture.get("processes") or []:
+        processes.append({
+            "pid": proc.get("pid"), "ppid": proc.get("ppid"),
+            "role": "target" if proc.get("pid") == (capture.get("request") or {}).get("pid") else "child",
+            "cmdline": proc.get("cmdline") or [], "comm": proc.get("comm"), "user": proc.get("user"),
+            "python": (proc.get("python") or {}).get("stacks", False),
+            "python_note": (proc.get("python") or {}).get("reason"),
+            "cpu_seconds": proc.get("cpu_seconds"), "io": proc.get("io"), "exited_at": proc.get("exited_at"),
+            "env": proc.get("env") or {},
+            "threads": [{"tid": t.get("tid"), "name": t.get("python_name") or t.get("name"), "comm": t.get("name"),
+                         "cpu_seconds": t.get("cpu_seconds"), "samples": len(t.get("samples") or [])}
+                        for t in proc.get("threads") or []],
+        })
+    return {
+        "schema_version": capture.get("schema_version"),
+        "tool": capture.get("tool"),
+        "window": {"start": window.get("start"), "duration_s": window.get("duration_s"),
+                   "samples": window.get("samples"), "rate_hz": window.get("rate_hz"),
+                   "interrupted": window.get("interrupted")},
+        "verdict": {"category": "unknown", "summary": "No diagnosis: stalldiag's diagnosis failed on this "
+                    "capture (see Not observed); the raw samples are kept in the JSON report",
+                    "pid": None, "tid": None, "confidence": None, "evidence": []},
+        "chain": [], "chain_text": "", "ranks": {}, "findings": [],
+        "processes": processes,
+        "syscall_counts": None,
+        "gpus": gpu.get("devices") or [],
+        "gpu_available": gpu.get("available", False),
+        "limitations": list(capture.get("limitations") or []),
+        "failures": [],
         "capture": capture,
     }
 

@@ -182,8 +182,8 @@ class Watcher:
                 armed = False
 
     def report(self):
-        from .cli import render_all, write_report
-        from .report import build_report
+        from .cli import failed_message, render_all, write_report
+        from .report import build_report_or_fallback
         from .session import Inspection
         from .targets import check_target
         try:
@@ -195,9 +195,11 @@ class Watcher:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         base = os.path.join(self.report_dir, "stalldiag-%d-%s" % (self.pid, stamp))
         plan = [(base + ".md", "markdown"), (base + ".json", "json"), (base + ".html", "html")]
-        report = build_report(cap)
+        report = build_report_or_fallback(cap)
         texts, _stdout = render_all(report, plan, as_json=True)
         write_report(texts)
+        if report.get("failures"):    # a bug, not the target's fault: say so and keep watching
+            self.log("stalldiag watch: error: " + failed_message(report, [base + ".json"], plan))
         self.reports.append(base + ".md")
         self.log("stalldiag watch: %s: %s -> %s" % (report["verdict"]["category"], report["verdict"]["summary"][:160],
                                                    base + ".md"))
