@@ -27,7 +27,8 @@ SCHEMA_VERSION = 1
 
 
 def build(tool_version, host, request, window, records, profiles, frames, stack_failures,
-          gpu, skipped_children, limitations, unix_peers=None, exact=None, local_values=None):
+          gpu, skipped_children, limitations, unix_peers=None, exact=None, local_values=None,
+          thread_matching=None):
     stack_table = []
     stack_index = {}
     processes = []
@@ -55,6 +56,7 @@ def build(tool_version, host, request, window, records, profiles, frames, stack_
                 thread["stack_samples"] = _run_length(
                     [intern_row(stack_table, stack_index, _bounded_stack(s, frames)) for s in profile["stacks"]])
         proc["python"] = _python_status(record, record.pid in seen_pids, (stack_failures or {}).get(record.pid))
+        _thread_matching(proc, thread_matching, limitations)
         processes.append(proc)
     from .permissions import denied_text, how_to_get_access
     root_uid = next((p.get("uid") for p in processes if p["pid"] == request.get("pid")), None)
@@ -150,6 +152,20 @@ def _run_length(ids):
         else:
             runs.append([sid, 1])
     return runs
+
+
+def _thread_matching(proc, thread_matching, limitations):
+    """How py-spy's thread ids became kernel tids, and the threads that could not be matched."""
+    methods, unmatched = thread_matching or ({}, {})
+    if not proc["python"]["stacks"]:
+        return
+    pid = proc["pid"]
+    proc["python"]["thread_ids"] = methods.get(pid) or "kernel tids reported by py-spy"
+    lost = unmatched.get(pid)
+    if lost:
+        proc["python"]["unmatched_threads"] = [{"pthread_id": p, "name": n, "reason": why} for p, n, why in lost]
+        limitations.append("pid %d: Python stacks of %d thread(s) could not be tied to a kernel thread (%s: %s)"
+                           % (pid, len(lost), ", ".join("%s '%s'" % (p, n) for p, n, _w in lost[:4]), lost[0][2]))
 
 
 def _python_status(record, has_stacks, stack_failure):

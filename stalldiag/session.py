@@ -168,6 +168,7 @@ class Inspection:
             unix_peers=unix_peers,
             exact=exact,
             local_values=local_values,
+            thread_matching=(stacks.thread_ids.method, stacks.unmatched),
         )
 
     def _start_exact_counts(self, sampler):

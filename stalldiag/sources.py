@@ -5,6 +5,8 @@ lock a thread holds and which it wants.  Files are read through
 /proc/PID/root so a target in another mount namespace is read correctly.
 The diagnosis only looks at what is stored here; it never reads files.
 """
+import os
+
 from .redact import redact_text
 
 MAX_LINE = 200
@@ -34,6 +36,10 @@ def annotate(frames, pid_for_frame, cache=None):
     cache = {} if cache is None else cache
     for index, frame in enumerate(frames):
         function, filename, lineno = frame[0], frame[1], frame[2]
+        if filename and not filename.startswith(("/", "<")) and pid_for_frame(index):
+            # Python 3.8 keeps the script's path as typed ("train.py"): relative to
+            # the directory it started in, which is the cwd unless it moved.
+            filename = frame[1] = _absolute(filename, pid_for_frame(index), cache)
         if not filename or not filename.startswith("/") or not lineno:
             frame.append(None)
             continue
@@ -48,6 +54,16 @@ def annotate(frames, pid_for_frame, cache=None):
         code = lines[lineno - 1]
         frame.append({"code": redact_text(code.strip()[:MAX_LINE]), "within": _enclosing(lines, lineno)})
     return frames
+
+
+def _absolute(filename, pid, cache):
+    key = ("cwd", pid)
+    if key not in cache:
+        try:
+            cache[key] = os.readlink("/proc/%d/cwd" % pid)
+        except OSError:
+            cache[key] = None
+    return os.path.normpath(os.path.join(cache[key], filename)) if cache[key] else filename
 
 
 def _enclosing(lines, lineno):

@@ -16,9 +16,12 @@ import tempfile
 import time
 
 from ..helpers import die_with_parent, intern_row
+from .thread_ids import ThreadIdMap
 
-# "Process 12 Thread 34 "name"" with --subprocesses, "Thread 34 "name"" without.
-PROFILE_NAME = re.compile(r'^(?:Process (\d+) )?Thread (\d+)(?: "(.*)")?$', re.S)
+# "Process 12 Thread 34 "name"" with --subprocesses, "Thread 34 "name"" without.  Where
+# py-spy knows no kernel tid (Python < 3.11 in --nonblocking mode) it names the pthread
+# id in hex, "Thread 0x7F147A5BD6C0 "name"", which thread_ids.py maps to a tid.
+PROFILE_NAME = re.compile(r'^(?:Process (\d+) )?Thread (0x[0-9A-Fa-f]+|\d+)(?: "(.*)")?$', re.S)
 MIN_PYSPY = (0, 3, 10)
 
 # Lines of py-spy's stderr that explain a failure, and what to tell the user.
@@ -26,6 +29,7 @@ PYSPY_FAILURES = (
     ("Permission denied", "permission"),
     ("Operation not permitted", "permission"),
     ("Failed to find python version", "not-python"),
+    ("Unsupported version of Python", "unsupported-python"),
     ("Failed to get process executable name", "gone"),
     ("No such file or directory", "gone"),
     ("No such process", "gone"),
@@ -74,6 +78,8 @@ class StackProbe:
         self._recorders = {}    # pid -> (Popen, outfile, errfile)
         self._tmpdir = None
         self.usable = False
+        self.thread_ids = ThreadIdMap()
+        self.unmatched = {}     # pid -> [(pthread id, thread name, why)]
 
     def start(self):
         if self.binary is None:
@@ -126,8 +132,26 @@ class StackProbe:
         for thread in threads:
             stack = [intern_row(frames, index, [f.get("name") or "?", f.get("filename") or "", f.get("line") or 0])
                      for f in thread.get("frames") or []]
-            profiles[(pid, thread.get("os_thread_id"))] = {"name": thread.get("thread_name"), "stacks": [stack]}
-        return profiles, frames
+            tid = thread.get("os_thread_id") or hex(thread.get("thread_id") or 0)
+            profiles[(pid, tid)] = {"name": thread.get("thread_name"), "stacks": [stack]}
+        return self.match_thread_ids(pid, profiles), frames
+
+    def match_thread_ids(self, pid, profiles):
+        """Re-key threads that py-spy named by pthread id ("0x...") by their kernel tid."""
+        pending = {key[1]: key for key in profiles if isinstance(key[1], str)}
+        if not pending:
+            return profiles
+        matched, why = self.thread_ids.resolve(pid, [int(h, 16) for h in pending])
+        out = {k: v for k, v in profiles.items() if not isinstance(k[1], str)}
+        for text, key in pending.items():
+            profile = profiles[key]
+            tid = matched.get(int(text, 16))
+            if tid is None:
+                self.unmatched.setdefault(pid, []).append((text, profile.get("name"), why.get(int(text, 16))))
+                continue
+            profile["pthread_id"] = text
+            out[(pid, tid)] = profile
+        return out
 
     def request_stop(self):
         """Ask every recorder to finish.  py-spy notices SIGINT only at its next sample, up to
@@ -164,11 +188,12 @@ class StackProbe:
                 # machine): one non-blocking snapshot still gives the stacks, unless
                 # py-spy already said why it cannot.
                 failure = explain_failure(stderr)
-                if failure[0] not in ("not-python", "permission", "gone"):
+                if failure[0] not in ("not-python", "unsupported-python", "permission", "gone"):
                     got, got_frames = self._snapshot(pid)
                 if not got:
                     self.failures[pid] = failure
                     continue
+            got = self.match_thread_ids(pid, got)
             remap = [intern_row(frames, frame_index, f) for f in got_frames]
             for key, profile in got.items():
                 profile["stacks"] = [[remap[i] for i in stack] for stack in profile["stacks"]]
@@ -215,7 +240,8 @@ def parse_speedscope(data, default_pid):
         if not match:
             continue
         pid = int(match.group(1)) if match.group(1) else default_pid
-        tid, name = int(match.group(2)), match.group(3)
+        ident, name = match.group(2), match.group(3)
+        tid = ident.lower() if ident.startswith("0x") else int(ident)
         stacks = []
         for sample in profile.get("samples", []):
             # speedscope stacks are root first; store leaf first like py-spy dump.
@@ -239,6 +265,7 @@ def dump_locals(pids):
     from ..redact import MASK, _looks_secret, redact_text
     binary = find_pyspy()
     found = {}
+    ids = ThreadIdMap()
     if binary is None:
         return found
     for pid in list(pids)[:LOCALS_PROCESSES]:
@@ -257,5 +284,9 @@ def dump_locals(pids):
                     text = str(local.get("repr"))[:MAX_LOCAL_REPR]
                     values[name] = MASK if _looks_secret(name) else redact_text(text)
                 frames.append({"function": frame.get("name"), "line": frame.get("line"), "locals": values})
-            found[(pid, thread.get("os_thread_id"))] = frames
+            tid = thread.get("os_thread_id")
+            if tid is None and thread.get("thread_id"):
+                tid = ids.resolve(pid, [thread["thread_id"]])[0].get(thread["thread_id"])
+            if tid is not None:
+                found[(pid, tid)] = frames
     return found

@@ -1,0 +1,85 @@
+"""Targets on every CPython the machine has get the same verdict, culprit and Python stacks.
+
+stalldiag itself runs on the default interpreter; only the workloads run on
+3.8 ... 3.13 (pyenv's, by `pyenv prefix`).  Python 3.8-3.10 give py-spy no
+kernel thread ids in --nonblocking mode: those runs also prove the pthread
+id -> tid matching.
+"""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import WORKLOADS, inspect_json, process_of
+
+VERSIONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
+
+
+def interpreter(minor):
+    """The newest installed pyenv CPython of that minor version, or None."""
+    if shutil.which("pyenv") is None:
+        return None
+    out = subprocess.run(["pyenv", "versions", "--bare"], capture_output=True, text=True).stdout.split()
+    found = sorted((v for v in out if v.startswith(minor + ".") and v.replace(".", "").isdigit()),
+                   key=lambda v: tuple(int(x) for x in v.split(".")))
+    if not found:
+        return None
+    prefix = subprocess.run(["pyenv", "prefix", found[-1]], capture_output=True, text=True).stdout.strip()
+    path = os.path.join(prefix, "bin", "python")
+    return path if os.access(path, os.X_OK) else None
+
+
+@pytest.fixture(params=VERSIONS)
+def target_python(request):
+    path = interpreter(request.param)
+    if path is None:
+        pytest.skip("CPython %s is absent on this machine (pyenv has no %s.x)" % (request.param, request.param))
+    return request.param, path
+
+
+def launch_with(launch, python, script, *args, settle=0.4):
+    return launch(script, settle=settle, argv=[python, "-u", str(WORKLOADS / script)] + [str(a) for a in args])
+
+
+def check_thread_matching(report, pid, minor):
+    proc = process_of(report, pid)
+    assert proc["python"] is True, proc["python_note"]
+    kernel_tids = {t["tid"] for t in proc["threads"] if t["samples"]}
+    python_threads = [t for t in proc["threads"] if t["stack_samples"]]
+    assert python_threads and all(t["tid"] in kernel_tids for t in python_threads)
+    method = report["capture"]["processes"]
+    method = next(p for p in method if p["pid"] == pid)["python"]["thread_ids"]
+    if tuple(int(x) for x in minor.split(".")) < (3, 11):
+        assert "struct pthread" in method
+    else:
+        assert "reported by py-spy" in method
+
+
+def test_lock_order_deadlock_on_every_python(launch, target_python):
+    minor, python = target_python
+    w = launch_with(launch, python, "deadlock.py")
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    writer = next(t for t in process_of(report, w.pid)["threads"] if t["name"] == "writer")
+    assert verdict["category"] == "locks"
+    assert verdict["tid"] == writer["tid"] and writer["tid"] != w.pid
+    assert "Lock-order deadlock" in verdict["summary"]
+    assert "holds lock_a and wants lock_b" in verdict["summary"]
+    check_thread_matching(report, w.pid, minor)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="slow storage is made with a blkio cgroup throttle, which needs root")
+def test_input_workers_on_slow_storage_on_every_python(launch, target_python, tmp_path):
+    minor, python = target_python
+    w = launch_with(launch, python, "worker_pool_slow_io.py", tmp_path / "data", settle=1.0)
+    report = inspect_json(w.pid, "--children", duration=3)
+    verdict = report["verdict"]
+    workers = [p["pid"] for p in report["processes"] if p["ppid"] == w.pid]
+    assert len(workers) == 2
+    assert verdict["category"] == "io"
+    assert verdict["pid"] in workers
+    assert "sample-" in "\n".join(verdict["evidence"])
+    assert report["chain"][0]["pid"] == w.pid and report["chain"][-1]["pid"] in workers
+    for pid in [w.pid] + workers:
+        check_thread_matching(report, pid, minor)
