@@ -217,7 +217,7 @@ def cli():
                    "hostname), for `stalldiag merge`.")
 @click.option("--slurm-job", metavar="JOBID", default=None,
               help="Inspect every node of this running Slurm job (srun --overlap, one stalldiag per node; reports "
-                   "in ./stalldiag-slurm-JOBID/, on a filesystem the nodes share) and merge the reports.")
+                   "in ./stalldiag-slurm-JOBID-TIME/, on a filesystem the nodes share) and merge the reports.")
 @click.option("--duration", type=click.FloatRange(min=0), default=10.0, show_default=True,
               help="Sampling window in seconds; 0 takes a single snapshot.")
 @click.option("--rate", type=click.FloatRange(min=0.5, max=1000), default=5.0, show_default=True,

@@ -20,6 +20,7 @@ PROCESS_PATTERNS = [
     _P("accelerate", "cmdline", r"(^|/)accelerate\s+launch\b|accelerate[./]commands[./]launch", "launcher",
        "Hugging Face accelerate launcher"),
     _P("mpi", "comm", r"mpirun|mpiexec|orterun|prterun|hydra_pmi_proxy", "launcher", "MPI launcher (Open MPI, MPICH)"),
+    _P("slurm", "comm", r"slurmstepd", "launcher", "Slurm's step daemon: it starts the tasks of one srun step"),
     _P("shell", "comm", r"bash|sh|dash|zsh|ksh|fish", "launcher", "a shell running the job"),
     _P("torch.compile", "cmdline", r"torch[./]_inductor[./]compile_worker", "compile-worker",
        "inductor's compile-worker pool (SubprocPool sidecar or its workers)"),
