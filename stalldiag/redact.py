@@ -1,10 +1,6 @@
 """Keep secrets out of reports: redact command lines, pick only named env vars."""
 import re
 
-SECRET_WORDS = (
-    "token", "secret", "password", "passwd", "api_key", "apikey", "api-key", "auth",
-    "credential", "private_key", "private-key", "access_key", "access-key", "session",
-)
 MASK = "***"
 
 # Environment variables a report may carry: the rest may hold secrets.
@@ -31,23 +27,97 @@ def first_var(env, names):
             return int(value)
     return None
 
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/@:\s]*):(?P<pw>[^/@\s]*)@")
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
-_KNOWN_TOKEN = re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{20,}|hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b")
+# --- which names are secret -----------------------------------------------------------------
+#
+# A name (`--db-password`, `HF_TOKEN`, `apiKey`, "client_secret") is split into words at
+# - _ . and camelCase.  It is secret when a word is a secret word or ends in one
+# (`dbpassword`, `authtoken`), or is `key` beside a word saying whose key it is
+# (`api-key`, `AWS_SECRET_ACCESS_KEY`, `private_key`); unless another word says the value is
+# a quantity, a place or a name rather than the secret itself (`--token-budget=10`,
+# `--max-tokens`, `--password-file=/run/x`, `--secret-name=prod`).  A bare `key` (a sort key,
+# a dict key), single letters (`-p` is a port as often as a password) and words that only
+# contain a secret word (`tokenizer`, `author`, `keyboard`) are kept.  Values are masked
+# whatever their name when they look like a credential: a URL's password, a bearer token,
+# a known token prefix.
+
+SECRET_WORDS = frozenset((
+    "token", "secret", "secrets", "password", "passwords", "passwd", "passphrase", "pwd", "pass", "auth",
+    "authorization", "oauth", "credential", "credentials", "creds", "cookie", "apikey", "sessionid", "jwt",
+))
+SECRET_SUFFIXES = ("password", "passwd", "secret", "token", "apikey", "accesskey", "secretkey", "privatekey")
+KEY_OWNERS = frozenset((
+    "api", "access", "secret", "private", "priv", "signing", "master", "encryption", "client", "ssh", "aws",
+    "license", "account", "service", "app", "hmac", "session", "deploy", "openai", "anthropic", "wandb", "hf",
+    "stripe", "gpg", "pgp", "auth",
+))
+NOT_THE_SECRET = frozenset((
+    "budget", "count", "counts", "num", "number", "max", "min", "limit", "limits", "len", "length", "size",
+    "per", "rate", "timeout", "ttl", "expiry", "expires", "expiration", "retries", "file", "path", "dir",
+    "url", "uri", "endpoint", "host", "port", "name", "env", "var", "type", "kind", "method", "mode",
+    "format", "version", "scope", "scopes", "provider", "enabled", "required",
+))
+_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def name_words(name):
+    """'--dbPassword' -> ['db', 'password']; 'AWS_SECRET_ACCESS_KEY' -> ['aws', 'secret', 'access', 'key']."""
+    return [w.lower() for w in _WORDS.findall(name[:128])]
 
 
 def _looks_secret(name):
-    name = name.lower().lstrip("-")
-    return any(word in name for word in SECRET_WORDS)
+    words = name_words(name)
+    if not words or any(w in NOT_THE_SECRET for w in words):
+        return False
+    for w in words:
+        if w in SECRET_WORDS or w.endswith(SECRET_SUFFIXES):
+            return True
+    return "key" in words and any(w in KEY_OWNERS for w in words)
 
 
-# name = value, name: value, --name=value, "name": "value" inside a longer string
-# (names start at a word boundary and are at most 64 characters, so a 100 KB
-# argument is scanned in linear time)
+
+# --- secret values inside a string ------------------------------------------------------------
+#
+# Every pattern is linear in the length of the text: repeats are bounded or cannot
+# overlap, and each match starts at a boundary (a 100 KB argument once made an
+# unbounded pattern backtrack for 276 s; tests/test_redaction.py keeps it fixed).
+
+_URL_CREDENTIALS = re.compile(
+    r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]{0,31}://)(?P<user>[^/@:\s]{0,256}):(?P<pw>[^/@\s]{0,1024})@")
+# "Bearer <token>" in any case; "Basic <base64>" only when it cannot be a word: a digit, + / =
+# or a capital after a small letter in it ("Basic dXNlcjpwYXNz", not "Basic training")
+_BEARER = re.compile(r"\b(?i:(bearer))[ \t]+[A-Za-z0-9._~+/=-]{8,}"
+                     r"|\b(Basic)[ \t]+(?=\S*(?:[0-9+/=]|[a-z][A-Z]))[A-Za-z0-9+/]{8,}={0,2}")
+# a token starts where no token character precedes it, so a long run is tried once, not at every offset
+_KNOWN_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,}"
+    r"|sk-[A-Za-z0-9_-]{20,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|xox[abeoprs]-[A-Za-z0-9-]{10,}"
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}|glpat-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}|npm_[A-Za-z0-9]{36}"
+    r"|pypi-[A-Za-z0-9_-]{50,}|eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*)")
+
+_SCHEME = r"(?i:bearer|basic|token)[ \t]+"
+# name = value, name: value, --name=value, "name": "value", os.environ["NAME"] = "value",
+# name: str = "value"; a quoted value is masked up to its closing quote (or the end of the line),
+# "Authorization: Bearer x" keeps its scheme word.
 _ASSIGNMENT = re.compile(
-    r"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]{0,63})(?P<q1>["']?)(?P<sep>[ \t]{0,8}[:=][ \t]{0,8})"""
-    r"""(?P<q2>["']?)(?P<value>[^\s"',;)}]+)""")
+    r"""(?<![\w.-])(?P<name>-{0,2}[A-Za-z_][\w.-]{0,63})["']?\]?"""
+    r"""(?:[ \t]{0,8}:[ \t]{0,8}[A-Za-z_][\w.]{0,40})?[ \t]{0,8}[:=][ \t]{0,8}"""
+    r"""(?:"(?:%(s)s)?(?P<dq>(?:[^"\\\n]|\\.){0,4096})"?"""
+    r"""|'(?:%(s)s)?(?P<sq>(?:[^'\\\n]|\\.){0,4096})'?"""
+    r"""|(?:%(s)s)?(?P<bare>[^\s"',;)}\]]+))""" % {"s": _SCHEME})
+# --name value, -name value inside one string (a shell command passed as one argument)
+_OPTION_VALUE = re.compile(
+    r"""(?<![\w.-])(?P<name>--?[A-Za-z_][\w.-]{1,63})[ \t]{1,8}"""
+    r"""(?:"(?P<dq>[^"\n]{0,4096})"?|'(?P<sq>[^'\n]{0,4096})'?|(?P<bare>[^\s"'-]\S*))""")
 MAX_ARG = 4096
+
+
+def _mask_value(m):
+    """The match with its value (bare or inside quotes) replaced by MASK, when the name is secret."""
+    group = next(g for g in ("dq", "sq", "bare") if m.group(g) is not None)
+    if m.group(group) in (MASK, "") or not _looks_secret(m.group("name")):
+        return m.group(0)
+    text, start = m.group(0), m.start()
+    return text[:m.start(group) - start] + MASK + text[m.end(group) - start:]
 
 
 def redact_text(text):
@@ -55,14 +125,15 @@ def redact_text(text):
     if len(text) > MAX_ARG:
         text = text[:MAX_ARG] + "...[%d chars cut]" % (len(text) - MAX_ARG)
     text = _URL_CREDENTIALS.sub(lambda m: "%s%s:%s@" % (m.group("scheme"), m.group("user"), MASK), text)
-    text = _BEARER.sub(lambda m: "%s %s" % (m.group(1), MASK), text)
+    text = _BEARER.sub(lambda m: "%s %s" % (m.group(1) or m.group(2), MASK), text)
     text = _KNOWN_TOKEN.sub(MASK, text)
+    text = _ASSIGNMENT.sub(_mask_value, text)
+    return _OPTION_VALUE.sub(_mask_value, text)
 
-    def mask(m):
-        if not _looks_secret(m.group("name")) or m.group("value") == MASK:
-            return m.group(0)
-        return m.group("name") + m.group("q1") + m.group("sep") + m.group("q2") + MASK
-    return _ASSIGNMENT.sub(mask, text)
+
+def redact_local(name, text):
+    """A local variable's repr: masked whole when its name looks secret, else like any text."""
+    return MASK if _looks_secret(name) else redact_text(text)
 
 
 MAX_ARGS = 256
@@ -71,18 +142,20 @@ MAX_ARGS = 256
 def redact_argv(argv):
     """A copy of argv with secret values masked.
 
-    Handles `--token X`, `--token=X`, `KEY=VALUE`, URLs with user:password and
-    bearer tokens.  The option name stays so a reader knows what was there.
+    Handles `--token X`, `-token X`, `--token=X`, `KEY=VALUE`, `name: value`, JSON and YAML
+    text, URLs with user:password, bearer tokens and known token prefixes.  The option name
+    stays so a reader knows what was there.
     """
     out = []
     hide_next = False
     if len(argv) > MAX_ARGS:
         argv = list(argv[:MAX_ARGS]) + ["...[%d more arguments]" % (len(argv) - MAX_ARGS)]
     for arg in argv:
-        if hide_next:
+        if hide_next and not re.match(r"--[A-Za-z]", arg):   # `--auth --verbose`: the next is an option
             out.append(MASK)
             hide_next = False
             continue
+        hide_next = False
         if arg.startswith("-") and "=" not in arg and _looks_secret(arg):
             hide_next = True
             out.append(arg)
