@@ -7,8 +7,10 @@ command line starts (no hook in stalldiag itself). Once the fault is gone,
 """
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 from conftest import ROOT, run_stalldiag
 
@@ -31,11 +33,16 @@ FAULTS = {
 }
 
 
-def faulty_stalldiag(fault, *args, cwd=ROOT, env=None):
+def faulty_argv(fault, *args):
+    """`stalldiag ARGS` in a fresh interpreter with one stalldiag function replaced by a faulty one."""
     code = FAULTS[fault] + "import sys\nfrom stalldiag.cli import main\nsys.argv = ['stalldiag'] + sys.argv[1:]\nmain()\n"
+    return [sys.executable, "-c", code] + [str(a) for a in args]
+
+
+def faulty_stalldiag(fault, *args, cwd=ROOT, env=None):
     env = dict(os.environ if env is None else env, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-c", code] + [str(a) for a in args], capture_output=True, text=True,
-                          timeout=120, cwd=str(cwd), env=env)
+    return subprocess.run(faulty_argv(fault, *args), capture_output=True, text=True, timeout=120, cwd=str(cwd),
+                          env=env)
 
 
 def outputs(tmp_path, *names):
@@ -149,3 +156,28 @@ def test_a_markdown_error_is_recorded_in_the_json(launch, tmp_path):
     assert not (tmp_path / "r.md").exists()
     [saved] = list(tmp_path.glob("stalldiag-capture-%d-*.json" % w.pid))   # stdout alone may be lost: a file too
     assert json.loads(saved.read_text())["failures"] == stdout_report["failures"]
+
+
+def test_watch_keeps_the_capture_of_a_stall_it_could_not_diagnose(launch, tmp_path):
+    w = launch("deadlock.py")
+    watch = subprocess.Popen(faulty_argv("diagnosis", "watch", w.pid, "--every", "1s", "--stall-after", "2s",
+                                         "--duration", "1", "--report-dir", tmp_path),
+                             cwd=str(ROOT), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not list(tmp_path.glob("stalldiag-*.json")):
+            time.sleep(0.2)
+        time.sleep(1)
+        assert watch.poll() is None, "watch ended on a diagnosis bug"
+    finally:
+        watch.send_signal(signal.SIGINT)
+        out, err = watch.communicate(timeout=30)
+    assert watch.returncode == 130, err
+    [saved] = list(tmp_path.glob("stalldiag-*.json"))
+    report = json.loads(saved.read_text())
+    assert_full_capture(report, w.pid)
+    assert report["failures"][0]["stage"] == "diagnosis"
+    assert "stalldiag watch: error: diagnosis failed: TypeError" in out and str(saved) in out
+    again = run_stalldiag("report", saved, "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["verdict"]["category"] == "locks", again.stderr

@@ -4,6 +4,9 @@ import signal
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
+
+import pytest
 
 from conftest import ROOT
 
@@ -66,3 +69,33 @@ def test_watch_exits_cleanly_when_the_target_ends(launch, tmp_path):
     assert watch.returncode == 0, err
     assert out.strip().splitlines()[-1].startswith("stalldiag watch: pid %d ended after" % w.pid)
     assert not list(tmp_path.glob("stalldiag-*.json"))   # it ended before 3 s without progress
+
+
+def test_a_missing_report_dir_is_created_with_its_parents(launch, tmp_path):
+    w = launch("deadlock.py")
+    report_dir = tmp_path / "incidents" / "run-7" / "stalls"
+    watch = start_watch(w.pid, report_dir)
+    try:
+        assert wait_for(lambda: list(report_dir.glob("stalldiag-*.json")), 60), "no report in the new directory"
+    finally:
+        watch.send_signal(signal.SIGINT)
+        out, err = watch.communicate(timeout=30)
+    assert watch.returncode == 130, err
+    assert oct(report_dir.stat().st_mode & 0o777) == "0o700"      # reports may hold command lines
+    assert json.loads(next(report_dir.glob("stalldiag-*.json")).read_text())["verdict"]["category"] == "locks"
+
+
+@pytest.mark.parametrize("where", ["under a file", "in /proc"])
+def test_a_report_dir_that_cannot_be_made_is_one_line_before_watching(launch, tmp_path, where):
+    from test_cli_errors import assert_one_line_error
+    w = launch("sleep_loop.py", settle=0)
+    if where == "under a file":
+        (tmp_path / "a-file").write_text("")
+        report_dir = tmp_path / "a-file" / "reports"
+    else:
+        report_dir = "/proc/stalldiag-reports"       # even root cannot create it
+    watch = start_watch(w.pid, report_dir)
+    out, err = watch.communicate(timeout=30)
+    assert_one_line_error(SimpleNamespace(returncode=watch.returncode, stderr=err), 7,
+                          "--report-dir %s: cannot create it" % report_dir)
+    assert out == ""                                  # it never started watching
