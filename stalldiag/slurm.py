@@ -51,8 +51,9 @@ def job_steps(job):
 
 
 def _is_stalldiag(pid):
+    """`stalldiag ...` or `python -m stalldiag ...` (not any program under a directory named stalldiag)."""
     try:
-        return any("stalldiag" in arg for arg in procfs.cmdline(pid)[:4])
+        return any(arg == "stalldiag" or arg.endswith("/stalldiag") for arg in procfs.cmdline(pid)[:3])
     except procfs.ProcfsError:
         return False
 
@@ -117,7 +118,7 @@ def job_nodes(job):
     try:
         names = subprocess.run(["scontrol", "show", "hostnames", fields[1]], capture_output=True, text=True,
                                timeout=60).stdout.split()
-    except OSError:
+    except (OSError, subprocess.TimeoutExpired):
         names = []
     return names or [fields[1]]
 

@@ -145,13 +145,14 @@ class Job:
                 with open("/proc/%s/environ" % entry, "rb") as f:
                     env = dict(kv.split("=", 1) for kv in f.read().decode(errors="replace").split("\0") if "=" in kv)
                 with open("/proc/%s/cmdline" % entry, "rb") as f:
-                    cmd = f.read().decode(errors="replace")
+                    argv = f.read().decode(errors="replace").split("\0")
             except (OSError, ValueError):
                 continue
-            if env.get("SLURM_JOB_ID") == self.id and re.search(r"gloo_(ranks|hang)\.py", cmd):
-                rank = env.get("RANK", env.get("SLURM_PROCID"))
-                if "torch.distributed.run" not in cmd:
-                    ranks[int(rank)] = int(entry)
+            # the ranks, not srun's client or torchrun, whose command lines name the script too
+            is_rank = os.path.basename(argv[0]).startswith("python") and "torch.distributed.run" not in argv
+            if env.get("SLURM_JOB_ID") == self.id and is_rank and any(re.search(r"gloo_(ranks|hang)\.py$", a)
+                                                                      for a in argv):
+                ranks[int(env.get("RANK", env.get("SLURM_PROCID")))] = int(entry)
         return ranks
 
 
