@@ -16,6 +16,15 @@ Layout (schema_version 1):
   exact_syscalls                     with --syscalls exact: backend, counted span,
                                      counts [[pid, tid or null, {syscall: n}], ...]
   limitations[]                      what could not be observed, and why
+  locks[]                            file locks an inspected process holds or waits for (only when
+                                     a thread was seen blocked in flock/fcntl): type, mode, holder_pid,
+                                     waiter_pids, dev_inode, path, holder_in_tree.  A holder outside
+                                     the tree is sampled too: processes[] with role_hint "lock-holder"
+                                     and outside_tree true
+  file_waits[]                       threads polling for a lock/marker file in a sleep loop: pid, tid,
+                                     path, library, exists, mtime, age_s, size, flock_holders, open_by
+  gil                                {pid: {holder_tid, waiting_tids, how}} for processes where a
+                                     thread waits in futex at a plain Python line while another runs
 """
 import json
 import os
@@ -28,7 +37,7 @@ SCHEMA_VERSION = 1
 
 def build(tool_version, host, request, window, records, profiles, frames, stack_failures,
           gpu, skipped_children, limitations, unix_peers=None, exact=None, local_values=None,
-          thread_matching=None):
+          thread_matching=None, locks=None, file_waits=None, gil=None):
     stack_table = []
     stack_index = {}
     processes = []
@@ -55,6 +64,8 @@ def build(tool_version, host, request, window, records, profiles, frames, stack_
                     thread["locals"] = local_values[(pid, tid)]
                 thread["stack_samples"] = _run_length(
                     [intern_row(stack_table, stack_index, _bounded_stack(s, frames)) for s in profile["stacks"]])
+        if record.role_hint == "lock-holder":
+            proc["outside_tree"] = True
         proc["python"] = _python_status(record, record.pid in seen_pids, (stack_failures or {}).get(record.pid))
         _thread_matching(proc, thread_matching, limitations)
         processes.append(proc)
@@ -89,6 +100,9 @@ def build(tool_version, host, request, window, records, profiles, frames, stack_
         "skipped_children": skipped_children,
         "unix_peers": _peers_in(processes, unix_peers or {}),
         "exact_syscalls": exact,
+        "locks": locks,
+        "file_waits": file_waits,
+        "gil": gil,
         "limitations": limitations,
         # the target's own syscalls or stacks were refused: the verdict stands on less
         "permission_denied": _target_denied(processes, request.get("pid"), stack_failure),

@@ -13,6 +13,7 @@ import time
 
 from . import __version__, capture, fds, procfs, sources, targets
 from .probes.gpu import GpuProbe
+from .probes.locks import LockWatch
 from .probes.stacks import StackProbe
 from .probes.threads import ThreadSampler
 
@@ -55,6 +56,7 @@ class Inspection:
         sampler = ThreadSampler(t0)
         root_key = (self.pid, root_stat["start_time"])
         sampler.watch(root_key, role_hint="target")
+        self.lock_watch = LockWatch()
         skipped_children = 0
         if self.children:
             self._rescan(sampler, root_key)
@@ -92,7 +94,7 @@ class Inspection:
         next_rescan = TREE_RESCAN_S
         try:
             if self.duration == 0:
-                sampler.tick()
+                self._follow_lock_holders(sampler, stacks, sampler.tick())
                 time.sleep(0.5)   # time for py-spy to take a few samples
             else:
                 next_tick = 0.0
@@ -108,7 +110,7 @@ class Inspection:
                         interrupted = reason
                         break
                     if now >= next_tick:
-                        sampler.tick()
+                        self._follow_lock_holders(sampler, stacks, sampler.tick())
                         threads = sum(len(sampler.records[k].threads) for k in sampler.live.values())
                         effective_rate = min(self.rate, max(1.0, THREAD_READS_PER_S / max(threads, 1)))
                         if effective_rate < self.rate:
@@ -150,6 +152,7 @@ class Inspection:
             self.limitations.append("GPU: not available (%s)" % gpu.reason)
 
         unix_peers = fds.unix_peers()
+        waits = self._resolve_waits(sampler, profiles, frames)
         return capture.build(
             tool_version=__version__,
             host=host_info(),
@@ -169,6 +172,7 @@ class Inspection:
             exact=exact,
             local_values=local_values,
             thread_matching=(stacks.thread_ids.method, stacks.unmatched),
+            **waits
         )
 
     def _start_exact_counts(self, sampler):
@@ -212,6 +216,21 @@ class Inspection:
             if key is not None and key not in sampler.records:
                 born.append(sampler.watch(key, role_hint="descendant"))
         return born
+
+    def _follow_lock_holders(self, sampler, stacks, t):
+        """A thread blocked in flock/fcntl(F_SETLKW) at tick t: sample the lock's holder too,
+        even outside the tree (one /proc/locks read per new wait)."""
+        for pid in self.lock_watch.new_holders(sampler, t):
+            key = targets.process_key(pid)
+            if key is not None and key not in sampler.records:
+                self._sample_stacks_of(stacks, sampler.watch(key, role_hint="lock-holder"))
+
+    def _resolve_waits(self, sampler, profiles, frames):
+        """Capture-level waits, resolved once at the end of the window: file locks, and (only
+        for threads that qualify) lock/marker file polls and the GIL's holder."""
+        inspected = {record.pid for record in sampler.records.values()}
+        in_tree = {r.pid for r in sampler.records.values() if r.role_hint != "lock-holder"}
+        return {"locks": self.lock_watch.entries(inspected, in_tree)}
 
     @staticmethod
     def _sample_stacks_of(stacks, record):

@@ -1,0 +1,170 @@
+"""Who holds the file lock a thread waits for: /proc/locks, read only when one is waited on.
+
+A thread blocked in flock() or fcntl(F_SETLKW / F_OFD_SETLKW) shows that
+syscall in /proc/PID/task/TID/syscall.  /proc/locks then names the holder of
+every lock on that file (dev:inode), even a process outside the inspected tree
+(a leftover from an earlier run), which the session then samples like any other.
+
+Caveats of /proc/locks: pids are those of the namespace /proc was mounted in
+(ours, like every other pid we read; 0 when the holder is not visible there);
+OFD locks (F_OFD_SETLK*) belong to an open file description, not a process,
+and list pid -1: their holder is found among the processes that have the
+inode open.  A flock held through an fd inherited by a child keeps the pid of
+the process that took it, which may have exited: the processes that have the
+file open say who holds it now.
+"""
+import os
+
+from .. import fds, procfs
+
+F_SETLKW = 7           # x86_64 and aarch64 (F_SETLKW64 is the same number there)
+F_OFD_SETLKW = 38
+MAX_HOST_SCAN = 4096   # processes looked at when scanning the host for a file's openers
+
+
+def parse_locks(text):
+    """/proc/locks text -> [{"id", "waiter": bool, "type", "mode", "pid", "dev_inode", "start", "end"}]."""
+    out = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 8:
+            continue
+        waiter = parts[1] == "->"
+        if waiter:
+            parts = parts[:1] + parts[2:]
+        try:
+            lock_id = int(parts[0].rstrip(":"))
+            pid = int(parts[4])
+        except ValueError:
+            continue
+        out.append({"id": lock_id, "waiter": waiter, "type": parts[1], "mode": parts[3], "pid": pid,
+                    "dev_inode": parts[5], "start": parts[6], "end": parts[7] if len(parts) > 7 else None})
+    return out
+
+
+def read_locks():
+    try:
+        return parse_locks(procfs.read_text("/proc/locks"))
+    except procfs.ProcfsError:
+        return []
+
+
+def dev_inode_of(path):
+    """"maj:min:inode" as /proc/locks writes it (major and minor in hex), or None."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return "%02x:%02x:%d" % (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+
+
+def lock_wait_fd(pid, tid, syscall):
+    """The fd a thread blocked in flock/fcntl waits to lock, or None if it is not a lock wait."""
+    if syscall not in ("flock", "fcntl"):
+        return None
+    try:
+        name, args = procfs.current_syscall(pid, tid)
+    except procfs.ProcfsError:
+        return None
+    if not args or name != syscall:
+        return None
+    if name == "fcntl" and (args[1] & 0xFFFFFFFF) not in (F_SETLKW, F_OFD_SETLKW):
+        return None
+    fd = args[0] & 0xFFFFFFFF
+    return fd if fd < 1 << 31 else None
+
+
+def path_of_inode(pids, dev_inode):
+    """A path for dev:inode from the fds of pids: (path, pid that has it open) or (None, None)."""
+    for pid in pids:
+        for fd, target in sorted((fds.fd_targets(pid) or {}).items()):
+            if fds.classify_target(target) == "file" and dev_inode_of("/proc/%d/fd/%d" % (pid, fd)) == dev_inode:
+                return target, pid
+    return None, None
+
+
+def openers(path, dev_inode, limit=MAX_HOST_SCAN):
+    """Pids on the host with this file open (link text equal to path, confirmed by dev:inode)."""
+    found = []
+    try:
+        pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+    except OSError:
+        return found
+    for pid in pids[:limit]:
+        if pid == os.getpid():
+            continue
+        for fd, target in (fds.fd_targets(pid) or {}).items():
+            if target == path and (dev_inode is None or dev_inode_of("/proc/%d/fd/%d" % (pid, fd)) == dev_inode):
+                found.append(pid)
+                break
+    return found
+
+
+class LockWatch:
+    """Follows lock waits over the window: which files are waited on, and who holds them."""
+
+    def __init__(self):
+        self.waits = {}          # (pid, tid) -> dev:inode waited on
+        self.paths = {}          # dev:inode -> path, from the waiter's fd
+        self.holders = {}        # dev:inode -> set of holder pids
+        self._seen = set()       # (pid, tid, syscall) already looked at
+        self.reads = 0           # /proc/locks reads, for the record
+
+    def new_holders(self, sampler, t):
+        """Pids holding a lock that a thread sampled at time t waits for (look once per wait)."""
+        fresh = []
+        for pid, key in list(sampler.live.items()):
+            for tid, thread in sampler.records[key].threads.items():
+                last = thread.samples[-1] if thread.samples else None
+                if not last or last[0] != t or last[2] not in ("flock", "fcntl") or (pid, tid, last[2]) in self._seen:
+                    continue
+                self._seen.add((pid, tid, last[2]))
+                fd = lock_wait_fd(pid, tid, last[2])
+                dev_inode = dev_inode_of("/proc/%d/fd/%d" % (pid, fd)) if fd is not None else None
+                if dev_inode is None:
+                    continue
+                self.waits[(pid, tid)] = dev_inode
+                self.paths.setdefault(dev_inode, procfs.fd_target(pid, fd))
+                fresh.extend(self._holders_of(dev_inode, waiter_pid=pid))
+        return [p for p in dict.fromkeys(fresh) if p > 0]
+
+    def _holders_of(self, dev_inode, waiter_pid):
+        self.reads += 1
+        held = {e["pid"] for e in read_locks() if not e["waiter"] and e["dev_inode"] == dev_inode}
+        if -1 in held:   # an OFD lock: whoever else has the file open
+            held.discard(-1)
+            held.update(p for p in openers(self.paths.get(dev_inode), dev_inode) if p != waiter_pid)
+        self.holders.setdefault(dev_inode, set()).update(held)
+        return sorted(held)
+
+    def entries(self, inspected, in_tree):
+        """capture["locks"]: the locks that an inspected pid holds or waits for (None: no lock wait seen)."""
+        if not self.waits:
+            return None
+        self.reads += 1
+        table = read_locks()
+        by_id = {}
+        for entry in table:
+            by_id.setdefault(entry["id"], []).append(entry)
+        waited = set(self.waits.values())
+        out = []
+        for group in by_id.values():
+            holder = next((e for e in group if not e["waiter"]), None)
+            if holder is None:
+                continue
+            dev_inode = holder["dev_inode"]
+            waiters = sorted({e["pid"] for e in group if e["waiter"]}
+                             | {pid for (pid, _tid), di in self.waits.items() if di == dev_inode})
+            if holder["pid"] not in inspected and dev_inode not in waited and not set(waiters) & inspected:
+                continue
+            holder_pid = holder["pid"] if holder["pid"] > 0 else None
+            if holder["pid"] == -1:
+                openers_ = [p for p in self.holders.get(dev_inode, ()) if p not in waiters]
+                holder_pid = openers_[0] if len(openers_) == 1 else None
+            path = self.paths.get(dev_inode)
+            if path is None:
+                path, _pid = path_of_inode([p for p in [holder_pid] + waiters if p and p > 0], dev_inode)
+            out.append({"type": holder["type"], "mode": holder["mode"], "holder_pid": holder_pid,
+                        "waiter_pids": [p for p in waiters if p > 0], "dev_inode": dev_inode, "path": path,
+                        "holder_in_tree": holder_pid in in_tree})
+        return out
