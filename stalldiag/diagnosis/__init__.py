@@ -55,13 +55,28 @@ def diagnose(capture):
 def _progress(d, verdict, focus):
     """Every verdict says whether the run is making progress; a silent healthy run is a finding."""
     from .progress import assess, silent_output
-    verdict["progress"] = assess(d.capture, d.views, d.gpus)
+    verdict["progress"] = assess(d.capture, d.views, d.gpus, _halted_blockers(d))
     silent = silent_output(d.capture, d.procs.get(focus.pid), verdict["progress"])
     if silent:
         item = finding("silent-output", silent["summary"], pid=focus.pid)
         item["unchanged_s"] = silent["unchanged_s"]
         item["stdio"] = {str(k): v for k, v in silent["stdio"].items()}
         d.findings.insert(0, item)
+
+
+def _halted_blockers(d):
+    """Stopped or frozen processes the job cannot move without: ranks, and any on the wait chain."""
+    out, done = [], set()
+    ranks = [pid for pid, role in d.roles.items() if str(role).startswith("rank ")]
+    for pid in ranks + [v.pid for v in d.chain]:
+        thread = d.main_thread(pid)
+        if pid in done or thread is None or not d.halted(thread):
+            continue
+        done.add(pid)
+        from .verdict import _halted_phrase
+        out.append("%s (pid %d) is %s: the job cannot progress until it runs again" % (
+            d.roles.get(pid) or "process", pid, _halted_phrase(d, thread)))
+    return out
 
 
 def _step_text(d, view):

@@ -13,7 +13,8 @@ from collections import Counter
 
 from ..knowledge.processes import match_process
 from ..redact import RANK_VARS, first_var
-from .gpu import device_summaries
+from .gpu import device_summaries, devices_of
+from .state import classify, process_condition
 from .threads import thread_views
 
 ACTIVITY_RANK = {
@@ -106,6 +107,16 @@ class WaitGraph:
         self.rank_groups = None  # ([pids in the collective], [pids elsewhere]) once ranks are compared
         self.holders = _endpoint_holders(capture)
         self.gpus = device_summaries(capture)
+        duration = (capture.get("window") or {}).get("duration_s") or 0
+        self.states = {}
+        for view in self.views:
+            view.state = classify(view, duration, self.gpus, devices_of(capture, view.pid))
+            self.states[(view.pid, view.tid)] = view.state
+            _kind_from_state(view)
+        self.gil = {int(pid): info for pid, info in (capture.get("gil") or {}).items()}
+        self.file_locks = capture.get("locks") or []
+        self.file_waits = {(w.get("pid"), w.get("tid")): w for w in capture.get("file_waits") or []}
+        self.edge_notes = {}   # (pid, tid) of a chain step -> why the walk went there
         self.unix_peers = {int(k): v for k, v in (capture.get("unix_peers") or {}).items()}
 
     # --- where to start ----------------------------------------------------------
@@ -141,9 +152,17 @@ class WaitGraph:
     def waited_thread(self, view, seen):
         """The thread a lock/queue/join waiter most likely waits on."""
         if view.kind == "lock":
+            holder = self.gil_holder(view, seen)
+            if holder:
+                return holder
+            holder = self.file_lock_holder(view, seen)
+            if holder:
+                return holder
             cycle = self.lock_cycle(view, seen)
             if cycle:
                 return cycle
+            if self.held_at_fork(view):
+                return None
         others = [v for v in self.by_pid.get(view.pid, []) if (v.pid, v.tid) not in seen and v.n_samples]
         ranked = sorted(others, key=lambda v: -(ACTIVITY_RANK.get(v.kind, 0) * v.share))
         if ranked and ACTIVITY_RANK.get(ranked[0].kind, 0) > 0:
@@ -153,6 +172,95 @@ class WaitGraph:
         sleepers = [v for v in others if v.kind in ("sleep", "poll") and v.user_frame()
                     and not _library_only(v)]
         return max(sleepers, key=lambda v: v.share) if sleepers else None
+
+    def gil_holder(self, view, seen):
+        """A futex wait at a line that waits on nothing is a wait for the GIL; py-spy names its holder."""
+        info = self.gil.get(view.pid) or {}
+        holder_tid = info.get("holder_tid")
+        if not holder_tid or holder_tid == view.tid or view.frame_kind:
+            return None
+        holder = next((v for v in self.by_pid.get(view.pid, []) if v.tid == holder_tid), None)
+        if holder is None or (holder.pid, holder.tid) in seen:
+            return None
+        self.edge_notes[(holder.pid, holder.tid)] = "holds the GIL (%s) that %s waits for" % (
+            info.get("how") or "py-spy", view.label)
+        view.waits_for_gil = True
+        return holder
+
+    def file_lock_holder(self, view, seen):
+        """flock()/fcntl() lock waits: /proc/locks names the holder, even outside the inspected tree."""
+        if view.kernel_kind != "lock" or not self.file_locks:
+            return None
+        syscalls = {label for label in view.activity}
+        if not syscalls & {"flock", "fcntl", "fcntl64"}:
+            return None
+        for lock in self.file_locks:
+            if view.pid not in (lock.get("waiter_pids") or []) or not lock.get("holder_pid"):
+                continue
+            holder_pid = lock["holder_pid"]
+            thread = self.most_telling_thread(holder_pid, seen)
+            where = "outside the inspected tree" if not lock.get("holder_in_tree", True) else "in the job"
+            self.findings.append(finding(
+                "file-lock", "%s waits for a %s %s lock on %s held by %s, %s" % (
+                    view.label, lock.get("type", "file"), lock.get("mode", "").lower(),
+                    lock.get("path") or lock.get("dev_inode"), _proc_text(self.procs.get(holder_pid), holder_pid),
+                    where), view))
+            if thread is not None:
+                self.edge_notes[(thread.pid, thread.tid)] = "holds the %s lock on %s" % (
+                    lock.get("type", "file"), lock.get("path") or lock.get("dev_inode"))
+                return thread
+        return None
+
+    def held_at_fork(self, view):
+        """A forked child waiting on a lock that no thread of its own holds: the lock was held,
+        at fork() time, by a thread that exists only in the parent.  Names that thread when its
+        stack shows it inside the same lock (same `with` name, or the same library function)."""
+        proc = self.procs.get(view.pid) or {}
+        parent = self.procs.get(proc.get("ppid"))
+        if parent is None or view.share < 0.8 or _shared_futex(view):
+            return False
+        others = [v for v in self.by_pid.get(view.pid, []) if v is not view and v.n_samples]
+        wants = lock_intent(view)["wants"]
+        if any(wants and wants in lock_intent(o)["holds"] for o in others):
+            return False
+        if any(o.kind in ("cpu", "io", "network") and o.share >= 0.5 for o in others):
+            return False
+        if (parent.get("cmdline") or [None])[0] != (proc.get("cmdline") or [None])[0]:
+            return False   # an exec'd program, not a fork of the parent
+        lock_frame = next((f for d, row in view.frame_matches if row.kind in ("lock", "semaphore")
+                           for f in [view.top_stack[d]]), None)
+        holder = None
+        for candidate in self.by_pid.get(parent["pid"], []):
+            intent = lock_intent(candidate)
+            if wants and wants in intent["holds"]:
+                holder = candidate
+                break
+            if lock_frame and any(f[1] == lock_frame[1] and f[0] != lock_frame[0]
+                                  for frames, _n in candidate.stacks_by_count()[:1] for f in frames):
+                holder = candidate
+        what = wants or (lock_frame and "the lock taken in %s (%s)" % (lock_frame[0], lock_frame[1].rsplit("/", 1)[-1])) \
+            or "a lock"
+        text = ("%s waits on %s that no thread of pid %d holds: pid %d was forked from pid %d while another thread "
+                "held it, and that thread does not exist in the child, so nothing will ever release it"
+                % (view.label, what, view.pid, view.pid, parent["pid"]))
+        if holder is not None:
+            text += "; in the parent, %s is inside it (%s)" % (holder.label, _frame_text(holder.user_frame()))
+        self.findings.append(finding("lock-held-at-fork", text, view))
+        view.held_at_fork = text
+        return True
+
+    def waited_file(self, view, seen):
+        """A sleep/poll loop on a lock or marker file: follow it to whoever holds or writes the file."""
+        wait = self.file_waits.get((view.pid, view.tid))
+        if not wait:
+            return None
+        holders = [p for p in (wait.get("flock_holders") or []) + (wait.get("open_by") or []) if p != view.pid]
+        for pid in holders:
+            thread = self.most_telling_thread(pid, seen)
+            if thread is not None:
+                self.edge_notes[(thread.pid, thread.tid)] = "holds or has open %s" % wait.get("path")
+                return thread
+        return None
 
     def lock_cycle(self, view, seen):
         """Threads stuck on locks (in this process, or on a lock shared between processes)."""
@@ -264,11 +372,61 @@ class WaitGraph:
                     ranks[pid] = thread
         # A rank in the collective, or in the GPU sync right after an async NCCL
         # collective, is waiting for its peers.
-        waiting = {pid for pid, t in ranks.items() if t.kind in ("collective", "rendezvous", "cuda")}
+        waiting = {pid for pid, t in ranks.items() if t.kind in ("collective", "rendezvous", "cuda")
+                   and not self.halted(t)}
         outliers = [t for pid, t in ranks.items() if pid not in waiting and (t.pid, t.tid) not in seen]
         self.rank_groups = (sorted(waiting), sorted(t.pid for t in outliers))
+        halted = [t for t in outliers if self.halted(t)]
+        if halted:
+            # A stopped or frozen rank is the end, however busy its peers look.
+            return min(halted, key=lambda v: v.pid)
         if outliers:
             return max(outliers, key=lambda v: (ACTIVITY_RANK.get(v.kind, 0) * v.share, -v.pid))
+        return self.gpu_straggler(view, ranks, seen)
+
+    def gpu_straggler(self, view, ranks, seen):
+        """Every rank waits on its GPU: the straggler is the rank whose GPU does the work the
+        others wait for (real SM/tensor activity while the waiter's GPU only spins in NCCL)."""
+        mine = [self.gpus[i] for i in devices_of(self.capture, view.pid) if i in self.gpus]
+        if not mine or not mine[0].has_gpm:
+            return None
+        best = None
+        for pid, thread in ranks.items():
+            if pid == view.pid or (thread.pid, thread.tid) in seen:
+                continue
+            for index in devices_of(self.capture, pid):
+                dev = self.gpus.get(index)
+                if dev is None or not dev.real_compute or (dev.sm or 0) < (mine[0].sm or 0) + STRAGGLER_MARGIN:
+                    continue
+                if best is None or dev.sm > best[1].sm:
+                    best = (thread, dev)
+        if best is None:
+            return None
+        thread, dev = best
+        text = ("%s is the straggler: its GPU %d computes (SM %.0f%%, tensor %.0f%%) while %s's GPU %d only waits "
+                "(SM %.1f%%, tensor %.1f%%) in the collective that needs it" % (
+                    _rank_text(self, thread.pid), dev.index, dev.sm, dev.tensor or 0, _rank_text(self, view.pid),
+                    mine[0].index, mine[0].sm or 0, mine[0].tensor or 0))
+        self.findings.append(finding("straggler", text, thread))
+        self.edge_notes[(thread.pid, thread.tid)] = text
+        thread.straggler_gpu = dev
+        return thread
+
+    def halted(self, view):
+        """Stopped, traced or frozen: the thread, or every thread of its process."""
+        if view.state is not None and view.state.halted:
+            return True
+        return process_condition(self.by_pid.get(view.pid, []), self.states) is not None
+
+    def halted_rank(self, view, seen):
+        """A rank that is not waiting, while a peer rank is stopped or frozen: the job cannot move."""
+        if not str(self.roles.get(view.pid, "")).startswith("rank "):
+            return None
+        for pid, role in sorted(self.roles.items()):
+            if pid != view.pid and str(role).startswith("rank "):
+                thread = self.main_thread(pid)
+                if thread is not None and (thread.pid, thread.tid) not in seen and self.halted(thread):
+                    return thread
         return None
 
     def gpu_wait(self, view, seen):
@@ -312,7 +470,45 @@ class WaitGraph:
         "rendezvous": outlier_rank,
         "compile": compiling_child,
         "cuda": gpu_wait,
+        "sleep": waited_file,
+        "poll": waited_file,
+        "io": waited_file,
     }
+
+
+STRAGGLER_MARGIN = 20.0   # SM points a straggler's GPU must exceed the waiter's by
+
+
+def _kind_from_state(view):
+    """What a thread waits on, once its kernel state is known: a CUDA spin-wait waits on the GPU
+    (its CPU time is not work), a halted thread is stopped or frozen whatever it was doing."""
+    state = view.state
+    if state is None:
+        return
+    if state.condition == "spinning" and "CUDA" in state.phrase:
+        view.kind, view.share = "cuda", max(view.share, view.kernel_share)
+    elif state.condition == "spinning":
+        view.kind, view.share = "lock", max(view.share, view.kernel_share)
+    elif state.condition in ("stopped", "traced", "frozen"):
+        view.kind = "stopped" if state.condition != "frozen" else "frozen"
+    elif state.condition == "storage" and view.kind not in ("io", "dataloader", "compile"):
+        view.kind = "io"
+
+
+def _proc_text(proc, pid):
+    if not proc:
+        return "pid %d (not inspected)" % pid
+    cmd = " ".join(proc.get("cmdline") or []) or proc.get("comm") or "?"
+    return "pid %d (%s)" % (pid, cmd[:80])
+
+
+def _frame_text(frame):
+    from .explain import frame_text
+    return frame_text(frame) or "no Python frame"
+
+
+def _rank_text(graph, pid):
+    return "%s (pid %d)" % (graph.roles.get(pid) or "process", pid)
 
 
 def _endpoint_holders(capture):

@@ -11,6 +11,7 @@ import os
 # Least CPU use, as a share of one core over the window, that counts as work.
 CPU_WORK = 0.2
 GPU_WORK = 5.0   # % NVML utilization
+THROTTLED_WORK = 0.05   # a thread held to a small CPU quota still moves, slowly
 
 
 def _by_fd(snapshot):
@@ -60,20 +61,29 @@ def stdio_changes(proc, window_end_wall):
     return out
 
 
-def assess(capture, views, gpus):
-    """{"state": "making progress" | "no progress seen", "evidence": [...], "stdio": {...}}."""
+def assess(capture, views, gpus, halted=()):
+    """{"state": "making progress" | "no progress seen", "evidence": [...]}.
+
+    halted: sentences for processes the job needs that are stopped or frozen
+    (a rank, a process on the wait chain): with one of them the job makes no
+    progress, whatever the others' CPUs do.  CPU time of a thread that
+    spin-waits is not work either.
+    """
     window = capture.get("window") or {}
     duration = window.get("duration_s") or 0
-    end_wall = (window.get("start") or 0) + duration
-    evidence = []
+    evidence = list(halted)
     progress = False
+    shared_writes = {}
     for proc in capture.get("processes") or []:
         label = "pid %d" % proc["pid"]
         read, written, opened = file_changes(proc)
         if written:
             progress = True
-            evidence.append("%s wrote %s" % (label, ", ".join(
-                "%s (+%d bytes)" % (w["target"], w["delta"]) for w in written[:4])))
+            for w in written:
+                # A log file every worker writes to is one piece of evidence, not one per process.
+                entry = shared_writes.setdefault(w["target"], [0, []])
+                entry[0] = max(entry[0], w["delta"])
+                entry[1].append(proc["pid"])
         if read:
             progress = True
             evidence.append("%s read on in %s" % (label, ", ".join(
@@ -87,6 +97,13 @@ def assess(capture, views, gpus):
             progress = True
             evidence.append("%s: files written during the window: %s" % (label, ", ".join(
                 "%s (%d bytes)" % (f["path"], f["size"]) for f in recent[:4])))
+        kernel = proc.get("kernel") or {}
+        majflt = (kernel.get("faults") or {}).get("majflt") or 0
+        if majflt and io.get("read_bytes", 0) and kernel.get("data_mappings"):
+            # Memory-mapped data advances through page faults: no read(), no file offset.
+            progress = True
+            evidence.append("%s read %.1f MB from storage through %d page faults on %s" % (
+                label, io["read_bytes"] / 1e6, majflt, kernel["data_mappings"][0]["path"]))
         if opened:
             evidence.append("%s opened %d file(s) during the window (%s)" % (
                 label, len(opened), ", ".join(os.path.basename(o["target"] or "?") for o in opened[:4])))
@@ -95,20 +112,32 @@ def assess(capture, views, gpus):
         if duration and io.get("read_bytes", 0) + io.get("write_bytes", 0) > 0:
             evidence.append("%s storage: %.1f MB/s read, %.1f MB/s written" % (
                 label, io.get("read_bytes", 0) / duration / 1e6, io.get("write_bytes", 0) / duration / 1e6))
-    busy = [v for v in views if v.cpu_seconds and duration and v.cpu_seconds / duration >= CPU_WORK
-            and v.kind in ("cpu", "compile", "dataloader") and v.user_frame()]
+    for target, (delta, pids) in sorted(shared_writes.items(), key=lambda kv: -kv[1][0])[:4]:
+        who = "pid %d" % pids[0] if len(pids) == 1 else "%d processes (pids %s)" % (
+            len(pids), ", ".join(map(str, pids[:4])) + (", ..." if len(pids) > 4 else ""))
+        evidence.append("%s wrote %s (+%d bytes)" % (who, target, delta))
+    busy = [v for v in views if v.cpu_seconds and duration and v.kind in ("cpu", "compile", "dataloader")
+            and v.user_frame() and (v.state is None or v.state.progressing)
+            and v.cpu_seconds / duration >= (THROTTLED_WORK if _throttled(v) else CPU_WORK)]
     for view in busy[:4]:
         progress = True
-        evidence.append("%s did %.1f s of CPU work in %.1f s" % (view.label, view.cpu_seconds, duration))
+        evidence.append("%s did %.1f s of CPU work in %.1f s%s" % (
+            view.label, view.cpu_seconds, duration, " (slowly: throttled)" if _throttled(view) else ""))
     for dev in gpus.values():
         if dev.util is not None and dev.util >= GPU_WORK and not dev.looks_hung:
             progress = True
             evidence.append("GPU %d busy %.0f%%%s" % (dev.index, dev.util,
                                                         ", SM %.0f%%" % dev.sm if dev.has_gpm else ""))
+    if halted:
+        progress = False
     state = "making progress" if progress else "no progress seen"
     if not evidence:
         evidence.append("no CPU work in user code, no GPU work, no file advancing or growing")
     return {"state": state, "evidence": evidence}
+
+
+def _throttled(view):
+    return view.state is not None and view.state.condition == "throttled"
 
 
 def _at(entry):

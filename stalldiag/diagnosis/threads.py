@@ -46,6 +46,8 @@ class ThreadView:
 
     def __init__(self, proc, thread, capture):
         self.proc = proc
+        self.thread = thread
+        self.state = None            # a state.ThreadState, set by the graph once GPUs are known
         self.pid = proc["pid"]
         self.tid = thread["tid"]
         self.name = thread.get("python_name") or thread.get("name") or "?"
@@ -59,10 +61,12 @@ class ThreadView:
         self.kernel_kinds = Counter()
         self.detail_counts = Counter()
         self.states = Counter()
+        self.state_syscalls = Counter()   # (state, syscall): tells a page fault (D, no syscall) from a read
         for sample in samples:
             _t, state, syscall, detail_index, wchan = (list(sample) + [None] * 5)[:5]
             detail = details[detail_index] if isinstance(detail_index, int) and 0 <= detail_index < len(details) else None
             self.states[state] += 1
+            self.state_syscalls[(state, syscall)] += 1
             self.activity[_activity_label(state, syscall, wchan)] += 1
             self.kernel_kinds[sample_kind(state, syscall, detail, wchan)] += 1
             if detail_index is not None:

@@ -7,6 +7,7 @@ on peers, a child or a deadlock, what the wait is), and the summary says the
 mechanism in the user's words.
 """
 from .explain import detail_text, frame_text, pct, process_text, residency_text
+from .graph import finding, lock_intent
 from .threads import THREAD_WAIT_KINDS
 
 CATEGORIES = ("locks", "io", "compilation", "cuda", "collective", "network", "subprocess",
@@ -62,12 +63,42 @@ def walk(d, view):
         d.chain.append(current)
         step = d.NEXT.get(current.kind)
         nxt = step(d, current, seen) if step else None
+        if nxt is None and not d.halted(current):
+            nxt = d.halted_rank(current, seen)
         if nxt is None and current is view and current.kind in ("sleep", "poll", "other", "tty"):
             nxt = d.busier_thread(current, seen)
         if nxt is None:
+            _close_cycle(d, current)
             return current
         current = nxt
     return current
+
+
+# Waits between processes whose edge, followed once more, may lead back into the chain.
+CYCLE_KINDS = ("pipe", "ipc", "child")
+
+
+def _close_cycle(d, end):
+    """A wait that leads back into the chain is a deadlock: say so, with every step of the cycle."""
+    if end.kind not in CYCLE_KINDS or len(d.chain) < 2:
+        return
+    back = d.NEXT[end.kind](d, end, {(end.pid, end.tid)})
+    members = [(v.pid, v.tid) for v in d.chain]
+    if back is None or (back.pid, back.tid) not in members:
+        return
+    cycle = d.chain[members.index((back.pid, back.tid)):]
+    steps = ["%s (%s)" % (v.label, _wait_words(v)) for v in cycle]
+    d.findings.append(finding(
+        "deadlock", "deadlock across processes: %s, which waits on the first: nobody can move" % " → ".join(steps), end))
+
+
+def _wait_words(view):
+    what = detail_text(view.top_detail())
+    words = {"child": "waits for its child to exit", "pipe": "blocked on a pipe", "ipc": "waits for a message"}
+    text = words.get(view.kind, view.kind)
+    if view.kind == "pipe" and any(label.startswith("write") for label in view.activity):
+        text = "blocked writing to a full pipe that is not drained"
+    return text + (" on %s" % what if what else "")
 
 
 def category_of(d, view):
@@ -81,19 +112,33 @@ def category_of(d, view):
 
 def choose_category(d, focus, culprit):
     """The first decisive link of the chain names the category."""
-    if any(f["kind"] == "deadlock" for f in d.findings):
+    kinds = {f["kind"] for f in d.findings}
+    if kinds & {"deadlock", "lock-held-at-fork", "file-lock"}:
         return "locks"
+    rank = lambda v: str(d.roles.get(v.pid)).startswith("rank ")
     if focus.kind in ("collective", "rendezvous"):
         return "collective"
-    if focus.kind == "cuda" and culprit.pid != focus.pid and str(d.roles.get(culprit.pid)).startswith("rank "):
+    if rank(focus) and rank(culprit) and culprit.pid != focus.pid:
         return "collective"
+    if d.halted(culprit) and culprit.pid != focus.pid:
+        return "subprocess"
+    if getattr(focus, "waits_for_gil", False):
+        return category_of(d, culprit)
     if focus.kind == "child" and culprit.pid != focus.pid:
         return "compilation" if category_of(d, culprit) == "compilation" else "subprocess"
-    if focus.kind == "lock" and culprit is not focus:
+    if focus.kind == "lock" and culprit is not focus and _python_lock_wait(focus, culprit):
         return "locks"
     if any(v.kind == "compile" for v in d.chain):
         return "compilation"
     return category_of(d, culprit)
+
+
+def _python_lock_wait(waiter, holder):
+    """A lock the user's code takes (`with lock:`, .acquire(), a semaphore) or a holder that is itself
+    blocked on a lock.  A bare futex under a library call (backward() waiting for the autograd
+    engine, a thread pool's join) waits for work: the category is what the other thread does."""
+    return bool(lock_intent(waiter)["wants"]) or waiter.frame_kind in ("lock", "semaphore") or \
+        holder.kind in ("lock", "stopped", "frozen") or not waiter.top_stack
 
 
 def summary_of(d, category, focus, culprit):
@@ -101,6 +146,9 @@ def summary_of(d, category, focus, culprit):
     deadlock = next((f for f in d.findings if f["kind"] == "deadlock"), None)
     if deadlock:
         return deadlock["summary"][0].upper() + deadlock["summary"][1:]
+    special = _mechanism(d, category, focus, culprit)
+    if special:
+        return "%s: %s" % (head, special)
     what = detail_text(culprit.top_detail())
     where = ""
     frame = culprit.user_frame()
@@ -131,6 +179,69 @@ def summary_of(d, category, focus, culprit):
     elif culprit is not focus and category != "subprocess":
         text += " (%s waits on it)" % focus.label
     return text
+
+
+def _mechanism(d, category, focus, culprit):
+    """The summary for waits that the kernel state or the graph explains in its own words."""
+    state = culprit.state
+    role = lambda v: d.roles.get(v.pid) or "process"
+    if d.halted(culprit) and culprit is not focus:
+        how = _focus_wait(d, focus)
+        return "%s %s is %s; %s %s %s" % (role(culprit), _pid_text(culprit), _halted_phrase(d, culprit),
+                                          role(focus), _pid_text(focus), how)
+    if d.halted(culprit):
+        return "%s is %s" % (culprit.label, _halted_phrase(d, culprit))
+    fork = next((f for f in d.findings if f["kind"] == "lock-held-at-fork"), None)
+    if fork:
+        return fork["summary"]
+    flock = next((f for f in d.findings if f["kind"] == "file-lock"), None)
+    if flock:
+        return "%s; that process is %s" % (flock["summary"], _doing(culprit))
+    if getattr(focus, "waits_for_gil", False):
+        return "%s waits for the GIL, which %s holds: %s at %s without releasing it" % (
+            focus.label, culprit.label, state.phrase if state else _doing(culprit),
+            frame_text(culprit.user_frame()) or "native code")
+    straggler = getattr(culprit, "straggler_gpu", None)
+    if straggler is not None:
+        return "%s %s waits at %s for %s %s, a straggler whose GPU %d is still computing (SM %.0f%%, tensor %.0f%%)" % (
+            role(focus), _pid_text(focus), frame_text(focus.user_frame()) or "a collective", role(culprit),
+            _pid_text(culprit), straggler.index, straggler.sm, straggler.tensor or 0)
+    if state is not None and state.condition in ("throttled", "spinning", "uninterruptible") or \
+            state is not None and state.condition == "storage" and "page faults" in state.phrase:
+        text = "%s is %s" % (culprit.label, state.phrase)
+        frame = frame_text(culprit.user_frame())
+        if frame and state.condition != "spinning":
+            text += "; at %s" % frame
+        if culprit is not focus:
+            text += " (%s waits on it)" % focus.label
+        return text
+    return None
+
+
+def _pid_text(view):
+    return "(pid %d)" % view.pid
+
+
+def _halted_phrase(d, view):
+    state = view.state
+    if state is not None and state.halted:
+        return state.phrase
+    from .state import process_condition
+    held = process_condition(d.by_pid.get(view.pid, []), d.states)
+    return held.phrase if held else "stopped"
+
+
+def _focus_wait(d, focus):
+    """"spin-waits in a CUDA call at `x.to(device)` ... behind a collective that needs it"."""
+    state = focus.state
+    if state is not None and state.condition == "spinning":
+        return "%s, behind a collective that needs it" % state.phrase
+    where = _first_framework_frame(focus)
+    if where:
+        return "waits in %s for it" % where
+    if focus.kind == "cuda":
+        return "waits for its GPU at %s, whose kernels wait for it" % (frame_text(focus.user_frame()) or "a GPU sync")
+    return "waits for it (%s)" % _doing(focus)
 
 
 def _first_framework_frame(view):
