@@ -77,6 +77,8 @@ def parse_stat(text):
         "comm": comm,
         "state": rest[0],
         "ppid": int(rest[1]),
+        "minflt": int(rest[7]),
+        "majflt": int(rest[9]),
         "utime": int(rest[11]),
         "stime": int(rest[12]),
         "num_threads": int(rest[17]),

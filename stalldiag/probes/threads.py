@@ -13,6 +13,7 @@ import struct
 import time
 
 from .. import fds, procfs, redact
+from . import kernel_state
 from ..knowledge.syscalls import FD_FIRST_ARG
 
 POLL_SYSCALLS = ("poll", "ppoll")
@@ -49,6 +50,7 @@ class ProcessRecord:
         self.io_first = self.io_last = None
         self.status_first = self.status_last = None
         self.stat_first = self.stat_last = None
+        self.kernel_first = self.kernel_last = None   # kernel_state snapshots (first/last only)
         self.role_hint = role_hint
         self.endpoints = {}
         self.files_start = None
@@ -146,6 +148,8 @@ class ProcessRecord:
             io=delta(self.io_first, self.io_last,
                      ("rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes")),
             ctx_switches=ctx,
+            kernel=kernel_state.process_kernel(self.kernel_first, self.kernel_last,
+                                               self.stat_first, self.stat_last),
             denied=sorted(self.denied),
             errors=self.errors[:20],
             details=self.details,
@@ -167,6 +171,7 @@ class ThreadRecord:
         self.samples = []
         self.cpu_first = None
         self.cpu_last = None
+        self.kernel_first = self.kernel_last = None   # schedstat + ctx switches, first/last sighting
 
     def to_dict(self):
         cpu = None
@@ -178,6 +183,8 @@ class ThreadRecord:
             "first_seen": round(self.first_seen, 3),
             "last_seen": round(self.last_seen, 3),
             "cpu_seconds": cpu,
+            "sched": kernel_state.delta((self.kernel_first or {}).get("sched"), (self.kernel_last or {}).get("sched")),
+            "ctx": kernel_state.delta((self.kernel_first or {}).get("ctx"), (self.kernel_last or {}).get("ctx")),
             # [t, state, syscall or "running", detail index or None, wchan or None]
             "samples": self.samples,
         }
@@ -193,6 +200,7 @@ class ThreadSampler:
         self.live = {}             # pid -> (pid, start_time) currently watched
         self.sockets = fds.SocketTable()
         self._wait_cache = {}      # (pid, tid, syscall, args) -> detail index
+        self.cgroups = kernel_state.CgroupCache()
         self.ticks = 0
 
     def now(self):
@@ -237,10 +245,14 @@ class ThreadSampler:
 
     def finish(self):
         """Read closing counters of every live process."""
+        self.cgroups.clear()
         for pid, key in list(self.live.items()):
             try:
                 record = self.records[key]
                 self._read_process_counters(record, first=False)
+                for tid in procfs.tids(pid):
+                    if tid in record.threads:   # threads that ended keep no last reading
+                        record.threads[tid].kernel_last = kernel_state.thread_snapshot(pid, tid, record._error)
                 record.files_end = record.read_fds()
                 record.recent_files = fds.recently_written(
                     pid, procfs.cmdline(pid), record.files_end, self.wall_start)
@@ -263,6 +275,11 @@ class ThreadSampler:
             if first and getattr(record, name + "_first") is None:
                 setattr(record, name + "_first", value)
             setattr(record, name + "_last", value)
+        snapshot = kernel_state.process_snapshot(pid, record.status_last, self.cgroups, record._error, last=not first)
+        if first and record.kernel_first is None:
+            record.kernel_first = snapshot
+        else:
+            record.kernel_last = snapshot
 
     def _sample_process(self, record, t):
         pid = record.pid
@@ -287,6 +304,7 @@ class ThreadSampler:
             thread = ThreadRecord(tid, st["comm"], t)
             record.threads[tid] = thread
             thread.cpu_first = st["utime"] + st["stime"]
+            thread.kernel_first = kernel_state.thread_snapshot(pid, tid, record._error)
         thread.last_seen = t
         thread.cpu_last = st["utime"] + st["stime"]
         thread.name = st["comm"]
