@@ -7,6 +7,7 @@ command line starts (no hook in stalldiag itself). Once the fault is gone,
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,10 +19,14 @@ PARTIAL = 9     # README: "diagnosis or a renderer failed"
 
 FAULTS = {
     # a TypeError deep in the diagnosis, like the one a Python 3.10 target once caused
-    "diagnosis": "import stalldiag.diagnosis as m\n"
-                 "def fault(*a, **k):\n"
-                 "    return '%d' % None\n"
-                 "m.describe_thread = fault\n",
+    # (its message names its caller: the frame stalldiag must report as where it failed)
+    "diagnosis": ("import os, sys, stalldiag.diagnosis as m\n"
+                  "def fault(*a, **k):\n"
+                  "    caller = sys._getframe(1)\n"
+                  "    where = '%s:%d in %s' % (os.path.relpath(caller.f_code.co_filename, ROOT), caller.f_lineno,\n"
+                  "                             caller.f_code.co_name)\n"
+                  "    raise TypeError('%d format: a real number is required, not NoneType [' + where + ']')\n"
+                  "m.describe_thread = fault\n").replace("ROOT", repr(str(ROOT))),
     "html": "import stalldiag.render.html as m\n"
             "def fault(report):\n"
             "    raise RuntimeError('injected html fault')\n"
@@ -68,13 +73,14 @@ def test_a_diagnosis_error_keeps_the_capture_and_the_other_outputs(launch, tmp_p
     err = proc.stderr.strip().splitlines()
     assert len(err) == 1, proc.stderr                                  # one line, no traceback
     assert "diagnosis failed: TypeError" in err[0] and str(tmp_path / "r.json") in err[0]
-    assert "stalldiag/diagnosis/__init__.py" in err[0] and "in diagnose" in err[0]   # innermost stalldiag frame
+    caller = re.search(r"\[(stalldiag/\S+ in \w+)\]", err[0]).group(1)     # where the fault was called from
+    assert "(at %s)" % caller in err[0]                                   # the innermost stalldiag frame
 
     report = json.loads((tmp_path / "r.json").read_text())
     assert_full_capture(report, w.pid)
     [failure] = report["failures"]
     assert failure["stage"] == "diagnosis" and failure["type"] == "TypeError"
-    assert failure["where"].startswith("stalldiag/diagnosis/__init__.py:") and failure["where"].endswith(" in diagnose")
+    assert failure["where"] == caller and failure["where"].startswith("stalldiag/diagnosis/")
     assert any(line.startswith("diagnosis failed: TypeError") for line in report["limitations"])
     assert not any("failed" in line for line in report["capture"]["limitations"])   # the bug is not the capture's
     assert report["verdict"]["category"] == "unknown"
