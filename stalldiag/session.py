@@ -12,6 +12,7 @@ import sys
 import time
 
 from . import __version__, capture, fds, procfs, sources, targets
+from .probes import file_waits, gil
 from .probes.gpu import GpuProbe
 from .probes.locks import LockWatch
 from .probes.stacks import StackProbe
@@ -230,7 +231,10 @@ class Inspection:
         for threads that qualify) lock/marker file polls and the GIL's holder."""
         inspected = {record.pid for record in sampler.records.values()}
         in_tree = {r.pid for r in sampler.records.values() if r.role_hint != "lock-holder"}
-        return {"locks": self.lock_watch.entries(inspected, in_tree)}
+        live = [r for r in sampler.records.values() if r.exited_at is None]
+        return {"locks": self.lock_watch.entries(inspected, in_tree),
+                "file_waits": file_waits.resolve(live, profiles, frames),
+                "gil": gil.resolve(live, profiles, frames)}
 
     @staticmethod
     def _sample_stacks_of(stacks, record):

@@ -41,3 +41,74 @@ def test_no_lock_wait_no_locks_field(launch):
     cap = _capture(w.pid, duration=1)
     assert cap["locks"] is None
     assert all(not p.get("outside_tree") for p in cap["processes"])
+
+
+def _file_wait_of(cap, pid):
+    return next(w for w in cap["file_waits"] or [] if w["pid"] == pid)
+
+
+@pytest.mark.parametrize("mode,library,name", [("filelock", "filelock", "cache.lock"),
+                                               ("baton", "torch FileBaton", "lock")])
+def test_stale_lock_file_left_by_a_dead_run(launch, tmp_path, mode, library, name):
+    w = launch("stale_lock_file.py", mode, tmp_path / "build", settle=1.0)
+    cap = _capture(w.pid)
+    wait = _file_wait_of(cap, w.pid)
+    path = str(tmp_path / "build" / name)
+    assert wait["tid"] == w.pid and wait["library"] == library
+    assert wait["path"] == path and wait["exists"] is True and wait["size"] == 0
+    assert wait["mtime"] == os.stat(path).st_mtime and wait["age_s"] >= 0
+    # the earlier run is dead: nobody holds the lock file or has it open
+    assert wait["flock_holders"] == [] and wait["open_by"] == []
+    assert cap["gil"] is None
+
+
+def test_marker_file_nobody_writes(launch, tmp_path):
+    w = launch("marker_file_wait.py", tmp_path)
+    wait = _file_wait_of(_capture(w.pid), w.pid)
+    assert wait["library"] == "user code"
+    assert wait["path"] == str(tmp_path / "preprocess.done")
+    assert wait["exists"] is False and wait["mtime"] is None and wait["open_by"] == []
+
+
+def test_filelock_poll_on_a_file_held_outside(launch, tmp_path):
+    path = str(tmp_path / "ckpt.lock")
+    holder = launch("flock_held_outside.py", "hold", path, "flock", settle=0.1)
+    w = launch("flock_held_outside.py", "wait", path, "filelock", settle=1.0)
+    cap = _capture(w.pid)
+    wait = _file_wait_of(cap, w.pid)
+    assert wait["library"] == "filelock" and wait["path"] == path and wait["exists"] is True
+    assert wait["flock_holders"] == [holder.pid]
+    assert holder.pid in wait["open_by"]
+    assert cap["locks"] is None   # a poll of LOCK_NB attempts: no thread blocks in flock
+
+
+def test_gil_held_by_a_regex_thread(launch):
+    w = launch("gil_held_by_regex.py", settle=1.0)
+    cap = _capture(w.pid)
+    proc = next(p for p in cap["processes"] if p["pid"] == w.pid)
+    validator = next(t["tid"] for t in proc["threads"] if t.get("python_name") == "validator")
+    gil = cap["gil"][str(w.pid)]
+    assert gil["holder_tid"] == validator
+    assert gil["waiting_tids"] == [w.pid]
+    assert gil["how"] == "py-spy dump owns_gil"
+    assert cap["file_waits"] is None
+
+
+@pytest.mark.parametrize("script", ["sleep_loop.py", "cpu_loop.py"])
+def test_plain_sleep_or_compute_looks_up_nothing(launch, script):
+    w = launch(script)
+    cap = _capture(w.pid, duration=1.5)
+    assert cap["file_waits"] is None and cap["gil"] is None and cap["locks"] is None
+
+
+def test_file_wait_tables_match_saved_captures():
+    """The hand-written-loop table is matched by a real capture, like every knowledge row."""
+    import json
+    from conftest import CAPTURES
+    from stalldiag.knowledge import frames as table
+    frames = [f for path in CAPTURES.glob("*.json") for f in json.loads(path.read_text())["capture"]["frames"]]
+    for library, loop_re, body_re in table.FILE_WAIT_SOURCES:
+        assert any(len(f) > 3 and f[3] and body_re.search(f[3]["code"] or "")
+                   and any(loop_re.search(w["code"]) for w in f[3]["within"]) for f in frames), library
+    rows = {r.framework for r in table.FRAME_PATTERNS if r.kind == "file-wait"}
+    assert set(table.FILE_WAIT_PATHS) <= rows

@@ -66,6 +66,12 @@ CASES = {
     "accelerate_launcher": (["accelerate", "launch", "--cpu", "--num_processes", "1", "--num_machines", "1",
                              "--mixed_precision", "no", "--dynamo_backend", "no", "sleep_loop.py"], 1.0, 2),
     "asyncio_selector": None,  # needs a server; see record_with_server
+    # issue 13: who holds what (lock files, marker files, the GIL)
+    "stale_lock_filelock": (py("stale_lock_file.py", "filelock", os.path.join(TMP, "cache")), 1.0, 2),
+    "stale_lock_baton": (py("stale_lock_file.py", "baton", os.path.join(TMP, "ext")), 1.0, 2),
+    "marker_file_wait": (py("marker_file_wait.py", TMP), 0.5, 2),
+    "gil_held_by_regex": (py("gil_held_by_regex.py"), 1.0, 2),
+    "flock_held_outside": None,  # needs a leftover holder; see record_with_holder
 }
 
 
@@ -116,10 +122,24 @@ def record_with_server(name, mode):
         server.close()
 
 
+def record_with_holder(name):
+    path = os.path.join(TMP, "ckpt.lock")
+    holder = subprocess.Popen(py("flock_held_outside.py", "hold", path, "flock"), cwd=WORKLOADS,
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        wait_ready(holder)
+        record(name, py("flock_held_outside.py", "wait", path, "flock"), 0.5, 2)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def main():
     wanted = sys.argv[1:] or list(CASES)
     for name in wanted:
-        if name == "asyncio_selector":
+        if name == "flock_held_outside":
+            record_with_holder(name)
+        elif name == "asyncio_selector":
             record_with_server(name, "selector")
         elif name == "http_wait":
             record_with_server(name, "http")

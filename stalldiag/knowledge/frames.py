@@ -15,6 +15,8 @@ Kinds used by the diagnosis:
   child: waits for a child program to finish or to answer
   network, poll, sleep, io, cpu: as the names say
   dataloader, compile, collective, rendezvous, cuda: framework context
+  file-wait: polls for a lock or marker file in a sleep loop (FILE_WAIT_PATHS says where the
+      path is among the frame's locals; FILE_WAIT_SOURCES recognises hand-written loops)
 """
 import re
 from collections import namedtuple
@@ -61,6 +63,27 @@ FRAME_PATTERNS = [
        "network", "waits for an HTTP response"),
     _P("python", r"(^|/)selectors\.py$", r"^(\w+Selector\.)?select$",
        "poll", "waits in a selector (event loop or socket wait)"),
+    # --- lock and marker files polled in a sleep loop ---------------------------------
+    # filelock 3.x polls in BaseFileLock.acquire (_api.py), 4.x in _poll_until_acquired
+    _P("filelock", r"filelock/(_api|_core/_acquire)\.py$",
+       r"^((\w+)\.)?(acquire|_poll_until_acquired)$",
+       "file-wait", "polls a lock file until the filelock package can take it"),
+    _P("torch FileBaton", r"torch/utils/file_baton\.py$", r"^(FileBaton\.)?wait$",
+       "file-wait", "waits while a lock file exists (torch FileBaton: C++/CUDA extension builds)"),
+]
+
+# Where a file-wait frame keeps the path: (local name, name to join to it), looked up in
+# the frame and then its callers, innermost first (py-spy --locals shows strings, not
+# attributes: FileBaton's self.lock_file_path is reached through the caller's build_directory).
+FILE_WAIT_PATHS = {
+    "filelock": (("lock_filename", None), ("canonical_path", None)),
+    "torch FileBaton": (("lock_file_path", None), ("build_directory", "lock")),
+}
+
+# A hand-written wait for a file, from source lines: a sleep inside a loop on a file's existence.
+FILE_WAIT_SOURCES = [
+    ("user code", re.compile(r"^while\s+(not\s+)?(os\.path\.(exists|isfile|lexists)|[\w.]+\.(exists|is_file))"
+                             r"\(\s*([\w.]*)"), re.compile(r"\bsleep\(")),
 ]
 
 # Framework frames.  These give *context*: a thread with any of them on its

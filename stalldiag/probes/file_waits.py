@@ -1,0 +1,151 @@
+"""Threads that poll for a lock or marker file in a sleep loop, and the state of that file.
+
+Such a wait makes no lock syscall: the thread sleeps, wakes, stats a path and sleeps
+again.  What it waits for is a path in its Python locals, so for a thread that
+sleeps through most of the window inside a known file-polling frame (the
+knowledge table's "file-wait" rows and hand-written `while not os.path.exists(p):
+time.sleep(...)` loops) one `py-spy dump --locals --nonblocking` of its process
+reads the path, and the file is then checked: does it exist, how old is it, does
+any live process on the host hold a lock on it or have it open.  Threads that do
+not qualify cost nothing.
+"""
+import json
+import os
+import subprocess
+import time
+from collections import Counter
+
+from ..helpers import die_with_parent
+from ..knowledge import frames as frame_table
+from . import locks
+from .stacks import find_pyspy
+from .thread_ids import ThreadIdMap
+
+SLEEP_SYSCALLS = ("clock_nanosleep", "nanosleep", "select", "pselect6")
+MIN_SLEEP_SHARE = 0.5     # of the thread's /proc samples
+MIN_STACK_SHARE = 0.5     # of its Python stack samples inside the polling frame
+MAX_PATH = 4096
+
+
+def syscall_share(samples, names):
+    return sum(1 for s in samples if s[2] in names) / len(samples) if samples else 0.0
+
+
+def _polling_frame(stack, frames):
+    """(library, depth, local name hint) of the file-polling frame of a leaf-first stack, or None."""
+    for depth, index in enumerate(stack):
+        frame = frames[index]
+        row = frame_table.match_frame(frame[0], frame[1])
+        if row is not None and row.kind == "file-wait":
+            return row.framework, depth, None
+        note = frame[3] if len(frame) > 3 and isinstance(frame[3], dict) else None
+        if note and depth == 0:
+            for library, loop_re, body_re in frame_table.FILE_WAIT_SOURCES:
+                loop = next((w for w in note.get("within") or [] if loop_re.search(w["code"])), None)
+                if loop and body_re.search(note.get("code") or ""):
+                    return library, depth, loop_re.search(loop["code"]).group(5)
+    return None
+
+
+def candidates(records, profiles, frames):
+    """[(pid, tid, library, function, file, local name hint)] of threads that poll for a file."""
+    found = []
+    for record in records:
+        for tid, thread in record.threads.items():
+            profile = profiles.get((record.pid, tid))
+            if not profile or syscall_share(thread.samples, SLEEP_SYSCALLS) < MIN_SLEEP_SHARE:
+                continue
+            hits = Counter()
+            for stack in profile["stacks"]:
+                hit = _polling_frame(stack, frames)
+                if hit is not None:
+                    frame = frames[stack[hit[1]]]
+                    hits[(hit[0], frame[0], frame[1], hit[2])] += 1
+            if hits:
+                key, count = hits.most_common(1)[0]
+                if count >= MIN_STACK_SHARE * len(profile["stacks"]):
+                    found.append((record.pid, tid) + key)
+    return found
+
+
+def dump_locals(pid):
+    """{tid: [{"function", "file", "locals": {name: repr}}, ...] leaf first} from one py-spy dump."""
+    binary = find_pyspy()
+    if binary is None:
+        return {}
+    try:
+        out = subprocess.run([binary, "dump", "--pid", str(pid), "--locals", "--json", "--nonblocking"],
+                             capture_output=True, text=True, timeout=20, preexec_fn=die_with_parent).stdout
+        threads = json.loads(out)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return {}
+    found, ids = {}, ThreadIdMap()
+    for thread in threads:
+        tid = thread.get("os_thread_id")
+        if tid is None and thread.get("thread_id"):
+            tid = ids.resolve(pid, [thread["thread_id"]])[0].get(thread["thread_id"])
+        found[tid] = [{"function": f.get("name"), "file": f.get("filename") or "",
+                       "locals": {str(l.get("name")): str(l.get("repr")) for l in f.get("locals") or []}}
+                      for f in thread.get("frames") or []]
+    return found
+
+
+def _string(text):
+    """A py-spy repr of a str ("\"/tmp/x\"") -> the str, or None for any other value."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    return None
+
+
+def path_from_locals(dumped, library, function, filename, hint):
+    """The waited-for path from the polling frame's locals (then its callers'), or None."""
+    start = next((i for i, f in enumerate(dumped) if f["function"] == function
+                  and os.path.basename(f["file"]) == os.path.basename(filename)), None)
+    if start is None:
+        return None
+    names = frame_table.FILE_WAIT_PATHS.get(library) or (((hint, None),) if hint else ())
+    for frame in dumped[start:]:
+        for name, join in names:
+            value = _string(frame["locals"].get(name, ""))
+            if value:
+                return os.path.join(value, join) if join else value
+    return None
+
+
+def check(path, pid):
+    """What the file is now: exists, mtime, age, size, lock holders and openers on the host."""
+    facts = {"path": path, "exists": False, "mtime": None, "age_s": None, "size": None,
+             "flock_holders": [], "open_by": []}
+    if not path:
+        facts["exists"] = None
+        return facts
+    seen = "/proc/%d/root%s" % (pid, path) if path.startswith("/") else path
+    try:
+        st = os.stat(seen)
+    except OSError:
+        return facts
+    facts.update(exists=True, mtime=st.st_mtime, age_s=round(time.time() - st.st_mtime, 1), size=st.st_size)
+    dev_inode = locks.dev_inode_of(seen)
+    facts["open_by"] = locks.openers(path, dev_inode)
+    held = {e["pid"] for e in locks.read_locks() if not e["waiter"] and e["dev_inode"] == dev_inode}
+    if -1 in held:        # an OFD lock: held through some open fd of it
+        held.discard(-1)
+        held.update(facts["open_by"])
+    facts["flock_holders"] = sorted(p for p in held if p > 0)
+    return facts
+
+
+def resolve(records, profiles, frames):
+    """capture["file_waits"], or None when no thread polls for a file."""
+    found = candidates(records, profiles, frames)
+    if not found:
+        return None
+    out, dumps = [], {}
+    for pid, tid, library, function, filename, hint in found:
+        if pid not in dumps:
+            dumps[pid] = dump_locals(pid)
+        path = path_from_locals(dumps[pid].get(tid) or [], library, function, filename, hint)
+        entry = {"pid": pid, "tid": tid, "library": library}
+        entry.update(check(path[:MAX_PATH] if path else None, pid))
+        out.append(entry)
+    return out

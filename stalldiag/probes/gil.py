@@ -1,0 +1,92 @@
+"""Which thread holds the GIL, asked only where a thread seems to starve on it.
+
+A thread waiting for the GIL sits in futex (a timed wait, woken every 5 ms to ask
+the holder to drop it) at a plain Python line that is no lock, queue or event
+wait; meanwhile the holder runs.  /proc cannot tell that futex from any other, so
+for a process that shows both at once, one `py-spy dump --json --nonblocking` at the
+end of the window reads which thread owns the GIL ("owns_gil", from the
+interpreter's own state).  Processes that do not show the pattern cost nothing.
+"""
+import json
+import subprocess
+
+from .. import procfs
+from ..helpers import die_with_parent
+from ..knowledge import frames as frame_table
+from .file_waits import syscall_share
+from .stacks import find_pyspy
+from .thread_ids import ThreadIdMap
+
+MIN_SHARE = 0.5     # of a thread's /proc samples: in futex (the waiter), running (the other)
+
+
+def _most_common_stack(stacks):
+    counts = {}
+    for stack in stacks:
+        counts[tuple(stack)] = counts.get(tuple(stack), 0) + 1
+    return list(max(counts, key=counts.get)) if counts else []
+
+
+def _running(thread):
+    samples = thread.samples
+    if samples and sum(1 for s in samples if s[1] == "R") / len(samples) >= MIN_SHARE:
+        return True
+    span = thread.last_seen - thread.first_seen
+    cpu = (thread.cpu_last - thread.cpu_first) / procfs.CLK_TCK if thread.cpu_first is not None else 0
+    return span > 0 and cpu >= MIN_SHARE * span
+
+
+def candidates(records, profiles, frames):
+    """{pid: [waiting tids]} of Python processes where a thread waits in futex at a line that
+    is no known wait while another of its threads runs."""
+    found = {}
+    for record in records:
+        waiting, running = [], []
+        for tid, thread in record.threads.items():
+            profile = profiles.get((record.pid, tid))
+            if _running(thread):
+                running.append(tid)
+            elif profile and syscall_share(thread.samples, ("futex",)) >= MIN_SHARE:
+                stack = _most_common_stack(profile["stacks"])
+                if stack and not frame_table.match_stack([frames[i] for i in stack]):
+                    waiting.append(tid)
+        if waiting and any(t not in waiting for t in running):
+            found[record.pid] = waiting
+    return found
+
+
+def gil_holder(pid):
+    """The kernel tid owning the GIL per one non-blocking py-spy dump; (tid or None, error or None)."""
+    binary = find_pyspy()
+    if binary is None:
+        return None, "py-spy not found"
+    try:
+        proc = subprocess.run([binary, "dump", "--pid", str(pid), "--json", "--nonblocking"],
+                              capture_output=True, text=True, timeout=20, preexec_fn=die_with_parent)
+        threads = json.loads(proc.stdout) if proc.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError):
+        threads = None
+    if threads is None:
+        return None, "py-spy dump failed"
+    for thread in threads:
+        if thread.get("owns_gil"):
+            tid = thread.get("os_thread_id")
+            if tid is None and thread.get("thread_id"):
+                tid = ThreadIdMap().resolve(pid, [thread["thread_id"]])[0].get(thread["thread_id"])
+            return tid, None
+    return None, None
+
+
+def resolve(records, profiles, frames):
+    """capture["gil"], or None when no process shows a thread starving on the GIL."""
+    found = candidates(records, profiles, frames)
+    if not found:
+        return None
+    out = {}
+    for pid, waiting in sorted(found.items()):
+        holder, error = gil_holder(pid)
+        entry = {"holder_tid": holder, "waiting_tids": sorted(waiting), "how": "py-spy dump owns_gil"}
+        if error:
+            entry["error"] = error
+        out[str(pid)] = entry
+    return out
