@@ -8,6 +8,12 @@ Layout (schema_version 1):
   processes[]                        one per (pid, start_time) seen
     threads[].samples                [t, state, syscall|"running", detail index, wchan]
     threads[].stack_samples          [[stack index, run length], ...] in time order
+    threads[].sched, .ctx            window deltas, first to last sighting: schedstat
+                                     {run_ns, wait_ns, slices}; {voluntary, involuntary}
+    kernel                           probes/kernel_state.py: cgroup {version, path, cpu
+                                     {quota_us, period_us, nr_periods, nr_throttled,
+                                     throttled_ns}, freezer {state, path}}, tracer,
+                                     stop_signals, faults {majflt, minflt}, data_mappings
     details[]                        what blocked syscalls waited on (fd, path, child)
     python                           {"stacks": bool, "reason": why not}
   frames[]                           [function, file, line]

@@ -91,16 +91,23 @@ time.sleep(120)
 def test_ptrace_stop_is_state_t_and_names_the_tracer(launch):
     w = launch("sleep_loop.py")
     tracer = launch(None, argv=[sys.executable, "-u", "-c", TRACER, str(w.pid)], settle=0.2)
-    proc = captured(inspect_json(w.pid), w.pid)
+    tracer_comm = procfs.comm(tracer.pid)
+    try:
+        proc = captured(inspect_json(w.pid), w.pid)
+    finally:
+        # The tracee's exit is reported to its tracer first: end the tracer before the
+        # harness kills and reaps the workload, or that wait lasts as long as the tracer.
+        tracer.popen.kill()
+        tracer.popen.wait()
     main = next(t for t in proc["threads"] if t["tid"] == w.pid)
     assert main["samples"] and {s[1] for s in main["samples"]} == {"t"}
     found = proc["kernel"]["tracer"]
     assert found["pid"] == tracer.pid
-    assert found["comm"] == procfs.comm(tracer.pid)
+    assert found["comm"] == tracer_comm
     assert "-c" in found["cmdline"]
 
 
-def _freeze_v1(path, pid, state):
+def _freeze_v1(path, state):
     with open(os.path.join(path, "freezer.state"), "w") as f:
         f.write(state)
 
@@ -114,11 +121,11 @@ def test_v1_freezer_frozen_is_in_the_capture(cgroups_removed, launch):
     try:
         with open(os.path.join(path, "cgroup.procs"), "w") as f:
             f.write(str(w.pid))
-        _freeze_v1(path, w.pid, "FROZEN")
+        _freeze_v1(path, "FROZEN")
         time.sleep(0.3)
         proc = captured(inspect_json(w.pid), w.pid)
     finally:
-        _freeze_v1(path, w.pid, "THAWED")
+        _freeze_v1(path, "THAWED")
     freezer = proc["kernel"]["cgroup"]["freezer"]
     assert freezer["state"] == "FROZEN" and freezer["path"] == "/" + os.path.basename(path)
     main = next(t for t in proc["threads"] if t["tid"] == w.pid)
@@ -139,3 +146,32 @@ def test_mmap_on_slow_storage_shows_major_faults_and_the_mapped_file(launch, tmp
     # A page fault is not a syscall: state D, /proc/.../syscall "-1 ..." ("nosyscall"), a wchan.
     faulting = [s for s in main["samples"] if s[1] == "D" and s[2] == "nosyscall" and s[4]]
     assert faulting, main["samples"]
+
+
+def _v2_mount():
+    from stalldiag.probes import kernel_state
+    mount = kernel_state.cgroup_mounts().get("v2")
+    return mount[0] if mount and os.path.exists(mount[0] + "/cgroup.procs") else None
+
+
+@pytest.mark.skipif(_v2_mount() is None, reason="no cgroup v2 hierarchy here")
+def test_v2_freezer_frozen_is_in_the_capture(cgroups_removed, launch):
+    """The v2 core freezer (cgroup.freeze) works on hybrid hosts too, next to the v1 one."""
+    path = os.path.join(_v2_mount(), "stalldiag-freeze-%d" % os.getpid())
+    cgroups_removed.append(path)
+    w = launch("cpu_loop.py")
+    os.makedirs(path, exist_ok=True)
+    try:
+        with open(os.path.join(path, "cgroup.procs"), "w") as f:
+            f.write(str(w.pid))
+        with open(os.path.join(path, "cgroup.freeze"), "w") as f:
+            f.write("1")
+        time.sleep(0.3)
+        proc = captured(inspect_json(w.pid), w.pid)
+    finally:
+        with open(os.path.join(path, "cgroup.freeze"), "w") as f:
+            f.write("0")
+    freezer = proc["kernel"]["cgroup"]["freezer"]
+    assert freezer["state"] == "frozen" and freezer["path"] == "/" + os.path.basename(path)
+    main = next(t for t in proc["threads"] if t["tid"] == w.pid)
+    assert main["sched"]["run_ns"] == 0 and "R" not in states(proc)

@@ -10,14 +10,24 @@ read() syscalls; its storage waits are page faults).
 Every reader returns None (or leaves a key out) when a file cannot be read;
 permission denials go to ``on_error(what, exc)`` like the other /proc reads.
 
-Finding (kernel 6.18, cgroup v1 blkio throttle, tests/test_kernel_state.py):
-a thread blocked in a page fault on an mmap'd file on slow storage is in
-state D; /proc/PID/task/TID/syscall reads "-1 SP PC" (not in a syscall; our
-sampler records it as "nosyscall"), never a syscall number, and wchan names
-the fault path's wait, seen here as "folio_wait_bit_common" (the folio lock
-taken while readahead I/O completes) or "filemap_fault"/"io_schedule".  So
-"D + nosyscall + a folio/filemap wchan" with majflt rising is the signature
-of storage-bound page faults; pair it with data_mappings to name the file.
+What each state looks like from /proc (measured on kernel 6.18, cgroup v1 +
+v2 hybrid host, tests/test_kernel_state.py; "syscall" is .../syscall):
+- page fault on an mmap'd file on throttled storage: state D, syscall
+  "-1 SP PC" (not in a syscall: the sampler records "nosyscall"), wchan
+  "folio_wait_bit_common"; majflt rises one per fault (with MADV_RANDOM; with
+  default readahead one major fault reads MBs and later waits on in-flight
+  pages count as minor), read_bytes rises, rchar/syscr do not.  So
+  D + nosyscall + folio/filemap wchan + majflt is storage-bound page faults;
+  data_mappings names the file.
+- v1 freezer FROZEN: state D too, syscall "-1", wchan "__refrigerator", run_ns 0.
+  Looks like a storage wait unless cgroup.freezer is read.
+- v2 freezer (cgroup.freeze 1): state S, syscall "-1", wchan "get_signal".
+- SIGSTOP: state T, syscall still names the interrupted call (e.g. 230
+  clock_nanosleep), wchan "do_signal_stop"; TracerPid 0.
+- ptrace stop: state t, wchan "ptrace_stop", TracerPid = the tracer.
+- CPU quota (10% of a core): every sample "R"; over 10 s schedstat run_ns
+  1.0 s and wait_ns 9.0 s (throttled time is counted as runnable wait),
+  cpu.stat nr_throttled 100 of 100 periods, throttled 8.9 s.
 """
 import os
 import signal
@@ -386,12 +396,13 @@ CPU_COUNTERS = ("nr_periods", "nr_throttled", "throttled_ns")
 
 
 def process_snapshot(pid, status, cache=None, on_error=None, last=False):
-    """Absolute kernel state of a process now; ``status`` is its parsed /proc/PID/status."""
+    """Absolute kernel state of a process now; ``status`` is its parsed /proc/PID/status.
+    /proc/PID/maps (large for a torch process) is read only in the last snapshot."""
     return {
         "cgroup": cgroup_state(pid, cache, on_error),
         "tracer": tracer(status, on_error),
         "stop_signals": stop_signals(status),
-        "data_mappings": data_mappings(pid, on_error, with_rss=last),
+        "data_mappings": data_mappings(pid, on_error, with_rss=True) if last else None,
     }
 
 
