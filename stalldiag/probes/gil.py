@@ -44,7 +44,7 @@ def candidates(records, profiles, frames):
         waiting, running = [], []
         for tid, thread in record.threads.items():
             profile = profiles.get((record.pid, tid))
-            if _running(thread):
+            if profile and _running(thread):   # a thread with no Python state (OpenMP) cannot be it
                 running.append(tid)
             elif profile and syscall_share(thread.samples, ("futex",)) >= MIN_SHARE:
                 stack = _most_common_stack(profile["stacks"])
@@ -78,15 +78,18 @@ def gil_holder(pid):
 
 
 def resolve(records, profiles, frames):
-    """capture["gil"], or None when no process shows a thread starving on the GIL."""
+    """capture["gil"], or None when no process shows a thread starving on the GIL (py-spy is
+    asked once per process that shows the pattern)."""
     found = candidates(records, profiles, frames)
     if not found:
         return None
     out = {}
     for pid, waiting in sorted(found.items()):
         holder, error = gil_holder(pid)
+        if holder in waiting:
+            continue   # the futex-waiting thread owns the GIL itself: a wait inside C code, not the GIL
         entry = {"holder_tid": holder, "waiting_tids": sorted(waiting), "how": "py-spy dump owns_gil"}
         if error:
             entry["error"] = error
         out[str(pid)] = entry
-    return out
+    return out or None
