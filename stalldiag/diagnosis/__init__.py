@@ -64,9 +64,24 @@ def _progress(d, verdict, focus):
         d.findings.insert(0, item)
 
 
+# Findings that mean the focus waits on something that will not resolve by itself.
+STALL_FINDINGS = ("deadlock", "lock-held-at-fork")
+
+
 def _halted_blockers(d):
-    """Stopped or frozen processes the job cannot move without: ranks, and any on the wait chain."""
+    """Why the job cannot move, whatever CPU its threads burn: a stopped or frozen process it needs
+    (a rank, or one on the wait chain), a deadlock, a lock held at fork, a training loop starved of
+    the GIL or waiting on a file lock for the whole window."""
     out, done = [], set()
+    for item in d.findings:
+        if item["kind"] in STALL_FINDINGS:
+            out.append("%s (it cannot resolve by itself)" % item["summary"])
+    focus = d.chain[0] if d.chain else None
+    if focus is not None and focus.share >= 0.8 and len(d.chain) > 1:
+        if getattr(focus, "waits_for_gil", False):
+            out.append("%s waited for the GIL for the whole window" % focus.label)
+        elif any(f["kind"] == "file-lock" for f in d.findings) and not d.chain[-1].state.progressing:
+            out.append("%s waited on a file lock for the whole window, and its holder is not working" % focus.label)
     ranks = [pid for pid, role in d.roles.items() if str(role).startswith("rank ")]
     for pid in ranks + [v.pid for v in d.chain]:
         thread = d.main_thread(pid)

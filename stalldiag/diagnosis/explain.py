@@ -70,4 +70,4 @@ def describe_thread(view):
 
 def process_text(proc):
     cmd = " ".join(proc.get("cmdline") or []) or proc.get("comm") or "?"
-    return "pid %d (%s)" % (proc["pid"], cmd[:80])
+    return "pid %d (%s)" % (proc["pid"], " ".join(cmd.split())[:100])

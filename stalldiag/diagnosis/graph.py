@@ -42,7 +42,9 @@ def assign_roles(capture, views_by_pid=None):
         for view in views_by_pid.get(pid, []):
             contexts.update(k for k, share in view.context_share.items() if share > 0)
         rank = first_var(proc.get("env"), RANK_VARS)
-        if row is not None and row.role == "launcher":
+        if proc.get("outside_tree"):
+            roles[pid] = "outside the job (%s)" % (proc.get("role_hint") or "related")
+        elif row is not None and row.role == "launcher":
             if pid == root_pid and len(procs) > 1 or any(p.get("ppid") == pid for p in procs):
                 roles[pid] = "launcher"
         elif row is not None:
@@ -141,6 +143,8 @@ class WaitGraph:
         if not views:
             return None
         main = self.main_thread(pid, seen)
+        if main is not None and self.halted(main):
+            return main
         best = max(views, key=lambda v: (ACTIVITY_RANK.get(v.kind, 0) * v.share, v.is_main))
         if main is not None and ACTIVITY_RANK.get(best.kind, 0) * best.share <= \
                 ACTIVITY_RANK.get(main.kind, 0) * main.share:
@@ -201,8 +205,9 @@ class WaitGraph:
             thread = self.most_telling_thread(holder_pid, seen)
             where = "outside the inspected tree" if not lock.get("holder_in_tree", True) else "in the job"
             self.findings.append(finding(
-                "file-lock", "%s waits for a %s %s lock on %s held by %s, %s" % (
-                    view.label, lock.get("type", "file"), lock.get("mode", "").lower(),
+                "file-lock", "%s waits for %s %s lock on %s held by %s, %s" % (
+                    view.label, lock.get("mode", "an").lower().replace("write", "a write").replace("read", "a read"),
+                    LOCK_TYPES.get(lock.get("type"), lock.get("type") or "file"),
                     lock.get("path") or lock.get("dev_inode"), _proc_text(self.procs.get(holder_pid), holder_pid),
                     where), view))
             if thread is not None:
@@ -231,8 +236,7 @@ class WaitGraph:
                            for f in [view.top_stack[d]]), None)
         holder = None
         for candidate in self.by_pid.get(parent["pid"], []):
-            intent = lock_intent(candidate)
-            if wants and wants in intent["holds"]:
+            if wants and wants in held_in_window(candidate):
                 holder = candidate
                 break
             if lock_frame and any(f[1] == lock_frame[1] and f[0] != lock_frame[0]
@@ -310,7 +314,8 @@ class WaitGraph:
             kids = [p for p in kids if p["pid"] == wanted] or kids
         if not kids:
             return None
-        kid = max(kids, key=lambda p: (self.roles.get(p["pid"]) == "compiler", p.get("cpu_seconds") or 0))
+        kid = max(kids, key=lambda p: (self._process_halted(p["pid"]), self.roles.get(p["pid"]) == "compiler",
+                                       p.get("cpu_seconds") or 0))
         return self.most_telling_thread(kid["pid"], seen)
 
     def waited_peer(self, view, seen):
@@ -341,7 +346,7 @@ class WaitGraph:
         candidates = [c for c in candidates if c is not None]
         if not candidates:
             return None
-        best = max(candidates, key=lambda v: (ACTIVITY_RANK.get(v.kind, 0) * v.share, peers[v.pid]))
+        best = max(candidates, key=lambda v: (self.halted(v), ACTIVITY_RANK.get(v.kind, 0) * v.share, peers[v.pid]))
         self.chain_notes[(best.pid, best.tid)] = "the other end of what %s waits on" % view.label
         return best
 
@@ -356,7 +361,7 @@ class WaitGraph:
         if not threads:
             return None
         kinds = Counter(t.kind for t in threads)
-        best = max(threads, key=lambda v: (ACTIVITY_RANK.get(v.kind, 0) * v.share, v.cpu_seconds or 0))
+        best = max(threads, key=lambda v: (self.halted(v), ACTIVITY_RANK.get(v.kind, 0) * v.share, v.cpu_seconds or 0))
         self.group_of[(best.pid, best.tid)] = "%d DataLoader workers: %s" % (
             len(threads), ", ".join("%d %s" % (n, k) for k, n in kinds.most_common()))
         self.workers = threads
@@ -412,6 +417,9 @@ class WaitGraph:
         thread.straggler_gpu = dev
         return thread
 
+    def _process_halted(self, pid):
+        return process_condition(self.by_pid.get(pid, []), self.states) is not None
+
     def halted(self, view):
         """Stopped, traced or frozen: the thread, or every thread of its process."""
         if view.state is not None and view.state.halted:
@@ -447,8 +455,10 @@ class WaitGraph:
 
     def busier_thread(self, view, seen):
         """An idle focus thread hands over to a thread that is doing something."""
+        # A native helper thread parked on a futex (no Python stack, no CPU) is idle, not busy.
         candidates = [v for v in self.views if (v.pid, v.tid) not in seen and v.n_samples and v.share >= 0.5
-                      and ACTIVITY_RANK.get(v.kind, 0) >= 3 and self.roles.get(v.pid) not in LAUNCHER_ROLES]
+                      and ACTIVITY_RANK.get(v.kind, 0) >= 3 and self.roles.get(v.pid) not in LAUNCHER_ROLES
+                      and (v.kind != "lock" or v.top_stack or (v.cpu_seconds or 0) > 0.05)]
         if not candidates:
             return None
         return max(candidates, key=lambda v: (ACTIVITY_RANK.get(v.kind, 0), v.share))
@@ -476,6 +486,8 @@ class WaitGraph:
     }
 
 
+LOCK_TYPES = {"FLOCK": "flock()", "POSIX": "POSIX (fcntl/lockf)", "OFDLCK": "open-file-description (OFD)",
+              "LEASE": "lease"}
 STRAGGLER_MARGIN = 20.0   # SM points a straggler's GPU must exceed the waiter's by
 
 
@@ -499,7 +511,7 @@ def _proc_text(proc, pid):
     if not proc:
         return "pid %d (not inspected)" % pid
     cmd = " ".join(proc.get("cmdline") or []) or proc.get("comm") or "?"
-    return "pid %d (%s)" % (pid, cmd[:80])
+    return "pid %d (%s)" % (pid, " ".join(cmd.split())[:160])
 
 
 def _frame_text(frame):
@@ -560,6 +572,19 @@ def lock_intent(view):
             if m:
                 holds.append(m.group(1))
     return {"holds": holds, "wants": wants}
+
+
+def held_in_window(view):
+    """Lock names a thread was inside (`with X:` around its own code) in any stack sample."""
+    names = set()
+    for frames, _count in view.stacks_by_count():
+        for frame in frames:
+            source = frame[3] if len(frame) > 3 and isinstance(frame[3], dict) else None
+            for opener in (source or {}).get("within") or []:
+                match = LOCK_NAME.match(opener.get("code") or "")
+                if match:
+                    names.add(match.group(1))
+    return names
 
 
 def finding(kind, summary, view=None, pid=None):

@@ -65,7 +65,8 @@ def walk(d, view):
         nxt = step(d, current, seen) if step else None
         if nxt is None and not d.halted(current):
             nxt = d.halted_rank(current, seen)
-        if nxt is None and current is view and current.kind in ("sleep", "poll", "other", "tty"):
+        if nxt is None and current is view and current.kind in ("sleep", "poll", "other", "tty") \
+                and (current.pid, current.tid) not in d.file_waits:
             nxt = d.busier_thread(current, seen)
         if nxt is None:
             _close_cycle(d, current)
@@ -124,6 +125,9 @@ def choose_category(d, focus, culprit):
         return "subprocess"
     if getattr(focus, "waits_for_gil", False):
         return category_of(d, culprit)
+    wait = d.file_waits.get((culprit.pid, culprit.tid))
+    if wait and culprit.kind in ("sleep", "poll", "other") and _is_lock_file(wait):
+        return "locks"
     if focus.kind == "child" and culprit.pid != focus.pid:
         return "compilation" if category_of(d, culprit) == "compilation" else "subprocess"
     if focus.kind == "lock" and culprit is not focus and _python_lock_wait(focus, culprit):
@@ -146,6 +150,9 @@ def summary_of(d, category, focus, culprit):
     deadlock = next((f for f in d.findings if f["kind"] == "deadlock"), None)
     if deadlock:
         return deadlock["summary"][0].upper() + deadlock["summary"][1:]
+    wait = _file_wait_text(d, culprit)
+    if wait:
+        return wait
     special = _mechanism(d, category, focus, culprit)
     if special:
         return "%s: %s" % (head, special)
@@ -216,6 +223,34 @@ def _mechanism(d, category, focus, culprit):
             text += " (%s waits on it)" % focus.label
         return text
     return None
+
+
+def _file_wait_text(d, view):
+    """A poll loop on a lock or marker file: what the file is, and whether anyone will change it."""
+    wait = d.file_waits.get((view.pid, view.tid))
+    if not wait or view.kind not in ("sleep", "poll", "other"):
+        return None
+    path, library = wait.get("path"), wait.get("library") or "its code"
+    others = [p for p in (wait.get("flock_holders") or []) + (wait.get("open_by") or []) if p != view.pid]
+    if _is_lock_file(wait):
+        if wait.get("exists") and not others:
+            age = " (%.0f s old)" % wait["age_s"] if wait.get("age_s") is not None else ""
+            return ("Blocked on a stale lock file: %s polls %s until %s can take it; the file exists%s, and no "
+                    "live process holds a lock on it or has it open: an earlier run that died left it, and "
+                    "nothing will remove it" % (view.label, path, library, age))
+        return "Blocked on a lock file: %s polls %s (%s), held or open by pid %s" % (
+            view.label, path, library, ", ".join(map(str, others)) or "nobody")
+    state = "exists" if wait.get("exists") else "does not exist"
+    if not others:
+        return ("Waiting for a file that nothing will write: %s polls for %s in a sleep loop (%s); it %s, "
+                "and no live process has it open or locked" % (view.label, path, library, state))
+    return "Waiting for a file: %s polls %s (%s); it %s; pid %s has it open" % (
+        view.label, path, library, state, ", ".join(map(str, others)))
+
+
+def _is_lock_file(wait):
+    path = (wait.get("path") or "").lower()
+    return wait.get("library") not in (None, "user code") or path.endswith((".lock", "/lock", ".lck"))
 
 
 def _pid_text(view):

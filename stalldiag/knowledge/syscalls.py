@@ -14,6 +14,8 @@ WAIT_KIND = {
     "semop": "lock",
     "semtimedop": "lock",
     "flock": "lock",
+    # a thread that stays in fcntl() is in F_SETLKW / F_OFD_SETLKW: a POSIX or OFD file lock
+    "fcntl": "lock",
     # storage and file metadata
     "read": "fd",
     "pread64": "fd",
@@ -102,6 +104,10 @@ FD_KIND_OVERRIDES = {
 
 # Kernel wait channels (wchan of a D-state thread) that mean storage or network.
 WCHAN_HINTS = (
+    # the cgroup freezer parks tasks in the refrigerator (D state): not storage
+    ("refrigerator", "frozen"),
+    ("do_signal_stop", "stopped"),
+    ("ptrace_stop", "stopped"),
     ("io_schedule", "io"),
     ("folio_wait", "io"),
     ("wait_on_page", "io"),

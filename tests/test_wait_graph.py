@@ -1,0 +1,159 @@
+"""The diagnosis model on real stalls (issue 13): thread states from the kernel's accounting,
+edges of the wait-for graph, and a verdict at the end of the walk, with the mechanism named.
+
+Each test puts a real process in the state (a cgroup quota, a stop, the freezer, a tracer,
+page faults, a file lock held outside the tree, the GIL, a lock held at fork, a pipe cycle, a
+stale lock file) and checks category, culprit and the words that name the mechanism.
+"""
+import os
+import signal
+import sys
+import time
+
+import pytest
+
+from conftest import inspect_json, process_of
+from test_kernel_state import TRACER, _rmdir_soon
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (cgroups, ptrace, blkio throttle)")
+
+FREEZER_V1 = "/sys/fs/cgroup/freezer"
+
+
+def text(report):
+    return "\n".join([report["verdict"]["summary"]] + report["verdict"]["evidence"]
+                     + [f["summary"] for f in report["findings"]])
+
+
+def child_of(pid):
+    with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+        return [int(p) for p in f.read().split()]
+
+
+def test_cpu_quota_is_named_not_on_cpu_100_percent(launch):
+    w = launch("cpu_quota_throttled.py", 10000, 100000, settle=0.5)
+    try:
+        report = inspect_json(w.pid, duration=3)
+    finally:
+        os.kill(w.pid, signal.SIGKILL)
+        _rmdir_soon("/sys/fs/cgroup/cpu/stalldiag-cpuquota")
+    verdict = report["verdict"]
+    assert verdict["category"] == "cpu" and verdict["tid"] == w.pid
+    assert "throttled by its cgroup CPU quota (10% of a core)" in verdict["summary"]
+    assert "got 0." in verdict["summary"]            # well under a second of CPU in a 3 s window
+
+
+@pytest.mark.parametrize("how", ["sigstop", "tracer", "freezer"])
+def test_halted_child_is_the_culprit_and_no_progress(launch, how):
+    if how == "freezer" and not os.path.exists(FREEZER_V1 + "/cgroup.procs"):
+        pytest.skip("no cgroup v1 freezer on this machine")
+    w = launch("mp_waits.py", "mp-queue", settle=0.5)
+    child = child_of(w.pid)[0]
+    cgroup = os.path.join(FREEZER_V1, "stalldiag-graph-%d" % os.getpid())
+    tracer = None
+    try:
+        if how == "sigstop":
+            os.kill(child, signal.SIGSTOP)
+        elif how == "tracer":
+            tracer = launch(None, argv=[sys.executable, "-u", "-c", TRACER, str(child)], settle=0.2)
+        else:
+            os.makedirs(cgroup, exist_ok=True)
+            with open(cgroup + "/cgroup.procs", "w") as f:
+                f.write(str(child))
+            with open(cgroup + "/freezer.state", "w") as f:
+                f.write("FROZEN")
+        time.sleep(0.3)
+        report = inspect_json(w.pid, "--children", duration=2)
+    finally:
+        if tracer is not None:
+            tracer.popen.kill()
+            tracer.popen.wait()
+        if how == "freezer":
+            with open(cgroup + "/freezer.state", "w") as f:
+                f.write("THAWED")
+        os.kill(child, signal.SIGCONT)
+        os.kill(child, signal.SIGKILL)
+        if how == "freezer":
+            _rmdir_soon(cgroup)
+    verdict = report["verdict"]
+    assert verdict["pid"] == child
+    assert verdict["category"] == "subprocess"
+    word = {"sigstop": "stopped by a signal", "tracer": "stopped by its tracer pid", "freezer": "frozen by its cgroup freezer"}
+    assert word[how] in verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys/fs/cgroup/blkio"), reason="slow storage needs a blkio cgroup")
+def test_page_faults_on_mapped_data_are_io_naming_the_file(launch, tmp_path):
+    w = launch("mmap_slow_storage.py", tmp_path, settle=2.0)
+    report = inspect_json(w.pid, duration=3)
+    verdict = report["verdict"]
+    assert verdict["category"] == "io" and verdict["tid"] == w.pid
+    assert "page faults on memory-mapped data" in verdict["summary"]
+    assert str(tmp_path / "mapped-dataset.bin") in verdict["summary"]
+
+
+@pytest.mark.parametrize("how,words", [("flock", "flock()"), ("lockf", "POSIX (fcntl/lockf)"),
+                                       ("ofd", "open-file-description (OFD)")])
+def test_file_lock_held_outside_the_tree_names_the_holder(launch, tmp_path, how, words):
+    path = tmp_path / "checkpoint.lock"
+    holder = launch("flock_held_outside.py", "hold", path, how, settle=0.1)
+    waiter = launch("flock_held_outside.py", "wait", path, how)
+    report = inspect_json(waiter.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks"
+    assert verdict["pid"] == holder.pid
+    assert "outside the inspected tree" in verdict["summary"] and words in verdict["summary"]
+    assert "pid %d" % holder.pid in verdict["summary"] and "hold" in verdict["summary"]
+    assert process_of(report, holder.pid)["threads"]
+
+
+def test_gil_held_in_c_code_is_the_holders_category(launch):
+    w = launch("gil_held_by_regex.py", settle=1.0)
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    validator = next(t for t in process_of(report, w.pid)["threads"] if t["name"] == "validator")
+    assert verdict["tid"] == validator["tid"]
+    assert verdict["category"] == "cpu"
+    assert "waits for the GIL" in verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"
+
+
+def test_lock_held_at_fork_names_the_parents_holder(launch):
+    w = launch("fork_with_lock_held.py", settle=0.5)
+    report = inspect_json(w.pid, "--children", duration=2)
+    verdict = report["verdict"]
+    child = child_of(w.pid)[0]
+    prefetch = next(t for t in process_of(report, w.pid)["threads"] if t["name"] == "prefetch")
+    assert verdict["category"] == "locks" and verdict["pid"] == child
+    assert "forked from pid %d while another thread held it" % w.pid in verdict["summary"]
+    assert "thread %d 'prefetch'" % prefetch["tid"] in verdict["summary"]
+
+
+def test_two_processes_blocked_on_each_others_pipes_is_a_deadlock(launch):
+    w = launch("pipe_cycle.py", settle=1.0)
+    report = inspect_json(w.pid, "--children", duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks"
+    assert "Deadlock across processes" in verdict["summary"]
+    assert verdict["summary"].count("blocked writing to a full pipe") == 2
+    assert verdict["progress"]["state"] == "no progress seen"
+
+
+@pytest.mark.parametrize("mode", ["filelock", "baton"])
+def test_stale_lock_file_nobody_holds(launch, tmp_path, mode):
+    w = launch("stale_lock_file.py", mode, tmp_path / "build", settle=1.0)
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks" and verdict["tid"] == w.pid
+    assert "stale lock file" in verdict["summary"] and str(tmp_path / "build") in verdict["summary"]
+    assert "no live process holds a lock on it" in verdict["summary"]
+
+
+def test_marker_file_nothing_will_write(launch, tmp_path):
+    w = launch("marker_file_wait.py", tmp_path)
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["tid"] == w.pid
+    assert "nothing will write" in verdict["summary"] and str(tmp_path / "preprocess.done") in verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"
