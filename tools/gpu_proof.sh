@@ -1,49 +1,108 @@
 #!/usr/bin/env bash
-# Run on the GPU machine (device tool): start each GPU workload, inspect it with
-# stalldiag, and keep every JSON report under $OUT for fixtures/captures/.
-#   bash tools/gpu_proof.sh [case ...]     (cases: matmul spin starved compile jax nccl)
+# Run on the GPU machine (device tool): start each GPU workload, bring it to its
+# stall (SIGSTOP / cgroup freezer of one rank where the case says), inspect it
+# with stalldiag, and keep every JSON report under $OUT for fixtures/captures/.
+#   bash tools/gpu_proof.sh [case ...]
+#   cases: ddp_stopped allgather_frozen straggler straggler_uneven launch launch_autograd
+#          (older: matmul spin starved compile jax nccl)
+# $OUT gets only <case>.json and summary.txt (the device tool brings back 8 files at most);
+# workload logs and text reports stay in $LOGS.
 set -u
 cd "$(dirname "$0")/.."
-export PYTHONPATH=$PWD:${PYTHONPATH:-} PATH=/tmp/site/bin:$PATH
+export PYTHONPATH=/tmp/site:$PWD:${PYTHONPATH:-} PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
+# NVLink multicast must stay off on the shared hosts (device/KINDS.md).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-OUT=${OUT:-/tmp/gpu-proof}; mkdir -p "$OUT"
+OUT=${OUT:-/tmp/gpu-proof}; LOGS=${LOGS:-/tmp/gpu-proof-logs}; mkdir -p "$OUT" "$LOGS"
 DURATION=${DURATION:-6}
+if [ -d .whl ] && ! [ -x /tmp/site/bin/py-spy ]; then   # wheels carried from the dev machine
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
+fi
+FREEZER=""   # the cgroup a frozen rank was moved into, thawed before the kill
 
-run_case() {  # name settle_s command...
-  local name=$1 settle=$2; shift 2
-  local log=$OUT/$name.log
+freeze() {  # pid: cgroup freezer (v2, else v1), else SIGSTOP; prints what was done
+  local pid=$1 cg
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    cg=/sys/fs/cgroup/stalldiag-freeze
+    if mkdir -p $cg 2>/dev/null && echo "$pid" > $cg/cgroup.procs 2>/dev/null && echo 1 > $cg/cgroup.freeze 2>/dev/null; then
+      FREEZER=$cg; sleep 0.5; echo "froze $pid: cgroup v2 $cg events: $(tr '\n' ' ' < $cg/cgroup.events)"; return
+    fi
+  elif [ -d /sys/fs/cgroup/freezer ]; then
+    cg=/sys/fs/cgroup/freezer/stalldiag-freeze
+    if mkdir -p $cg 2>/dev/null && echo "$pid" > $cg/cgroup.procs 2>/dev/null && echo FROZEN > $cg/freezer.state 2>/dev/null; then
+      FREEZER=$cg; sleep 0.5; echo "froze $pid: cgroup v1 $cg state $(cat $cg/freezer.state)"; return
+    fi
+  fi
+  echo "no usable cgroup freezer: SIGSTOP $pid instead"; kill -STOP "$pid"
+}
+
+thaw() {
+  [ -n "$FREEZER" ] || return 0
+  if [ -f "$FREEZER/cgroup.freeze" ]; then echo 0 > "$FREEZER/cgroup.freeze"; else echo THAWED > "$FREEZER/freezer.state"; fi
+}
+
+run_case() {  # name nready action command...   (action: none | stop1 | freeze1)
+  local name=$1 nready=$2 action=$3; shift 3
+  local log=$LOGS/$name.log
   echo "=== $name: $*"
   (cd fixtures/workloads && exec setsid "$@") > "$log" 2>&1 &
   local pid=$!
-  for _ in $(seq 1 240); do grep -q '^READY' "$log" && break; sleep 0.5; done
-  grep -q '^READY' "$log" || { echo "$name: never ready"; tail -5 "$log"; kill -9 -- -$pid; return; }
-  sleep "$settle"
+  for _ in $(seq 1 240); do [ "$(grep -c '^READY' "$log")" -ge "$nready" ] && break; sleep 0.5; done
+  local ranks; ranks=$(awk '/^RANK /{print $3}' "$log"); local rank1; rank1=$(awk '/^RANK 1 /{print $3}' "$log")
+  if [ "$(grep -c '^READY' "$log")" -lt "$nready" ]; then
+    echo "$name: never ready"; tail -15 "$log"; kill -9 -- -$pid $ranks 2>/dev/null; return
+  fi
+  echo "launcher $pid; $(grep '^RANK' "$log" | tr '\n' ' ')"
+  sleep 3
+  case $action in
+    stop1)   kill -STOP "$rank1"; echo "SIGSTOP rank 1 pid $rank1"; sleep 2 ;;
+    freeze1) freeze "$rank1"; sleep 2 ;;
+  esac
   nvidia-smi --query-gpu=index,utilization.gpu,memory.used,clocks.sm,power.draw --format=csv,noheader
-  python3 -m stalldiag inspect "$pid" --children --duration "$DURATION" -o "$OUT/$name.json" > "$OUT/$name.txt" 2>&1
-  echo "rc=$?"; head -4 "$OUT/$name.txt"
-  python3 - "$OUT/$name.json" <<'PY'
+  python3 -m stalldiag inspect "$pid" --children --duration "$DURATION" -o "$OUT/$name.json" > "$LOGS/$name.txt" 2>&1
+  echo "rc=$?"; head -3 "$LOGS/$name.txt"
+  [ -f "$OUT/$name.json" ] && python3 - "$OUT/$name.json" <<'PY'
 import json, sys
-r = json.load(open(sys.argv[1])); g = r["capture"]["gpu"]
-for dev in sorted({s[1] for s in g["samples"]}):
+r = json.load(open(sys.argv[1])); c = r["capture"]; g = c["gpu"]
+for dev in sorted({s[1] for s in g.get("samples", [])}):
     util = [s[2] for s in g["samples"] if s[1] == dev]
-    gpm = [s for s in g["gpm"] if s[1] == dev]
-    print("gpu%d util mean %.0f%% max %d%%; GPM n=%d sm_util %s occ %s tensor %s; note=%s" % (
-        dev, sum(util) / len(util), max(util), len(gpm),
-        [x[2] for x in gpm][:6], [x[3] for x in gpm][:3], [x[4] for x in gpm][:3], g.get("gpm_note")))
-print("procs", g["processes"], "util", {k: v[:2] for k, v in g["process_util"].items()})
+    gpm = [s for s in g.get("gpm", []) if s[1] == dev]
+    mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")
+    print("  gpu%d util %.0f%% SM %.1f%% tensor %.1f%% (GPM n=%d)" % (
+        dev, mean(util), mean([x[2] for x in gpm if x[2] is not None]), mean([x[4] for x in gpm if x[4] is not None]), len(gpm)))
+for p in c["processes"]:
+    rank = (p.get("env") or {}).get("RANK")
+    top = sorted(p["threads"], key=lambda t: -(t.get("cpu_seconds") or 0))[:3]
+    for t in top:
+        states = {}
+        for s in t.get("samples", []):
+            states[s[1]] = states.get(s[1], 0) + 1
+        print("  pid %d rank %s %-16s cpu %.2fs states %s ctx %s sched %s" % (
+            p["pid"], rank, t["name"][:16], t.get("cpu_seconds") or 0, states, t.get("ctx"), t.get("sched")))
+v = r["verdict"]
+print("  VERDICT %s pid %s tid %s: %s" % (v["category"], v.get("pid"), v.get("tid"), v["summary"]))
 PY
-  kill -9 -- -$pid 2>/dev/null; sleep 1; pkill -9 -f fixtures/workloads 2>/dev/null
+  # never leave a rank stopped or frozen: thaw and continue before the kill
+  thaw; [ -n "$rank1" ] && kill -CONT "$rank1" 2>/dev/null
+  kill -9 -- -$pid 2>/dev/null; kill -9 $ranks 2>/dev/null; sleep 2
+  [ -n "$FREEZER" ] && rmdir "$FREEZER" 2>/dev/null; FREEZER=""
 }
 
-cases=${*:-matmul spin starved compile jax nccl}
+torchrun() { echo python3 -m torch.distributed.run --nproc_per_node=2 --master_port="$1"; }
+cases=${*:-ddp_stopped allgather_frozen straggler straggler_uneven launch launch_autograd}
 for c in $cases; do
   case $c in
-    matmul)  run_case gpu_matmul 2 python3 -u gpu_matmul.py ;;
-    spin)    run_case gpu_spin_kernel 2 python3 -u gpu_spin_kernel.py ;;
-    starved) run_case gpu_starved_dataloader 3 python3 -u gpu_starved_dataloader.py ;;
-    compile) run_case gpu_compile_autotune 8 python3 -u gpu_compile_autotune.py ;;
-    jax)     run_case jax_compile 2 python3 -u jax_compile.py ;;
-    nccl)    run_case nccl_hang 3 python3 -m torch.distributed.run --nproc_per_node=2 --master_port=29555 nccl_hang.py ;;
+    ddp_stopped)      run_case gpu_ddp_stopped_rank 2 stop1 $(torchrun 29561) gpu_ddp_stopped_rank.py ;;
+    allgather_frozen) run_case gpu_allgather_stopped 2 freeze1 $(torchrun 29562) gpu_allgather_stopped.py ;;
+    straggler)        run_case gpu_straggler 2 none $(torchrun 29563) gpu_straggler.py ;;
+    straggler_uneven) run_case gpu_straggler_uneven_batches 2 none $(torchrun 29564) gpu_straggler_uneven_batches.py ;;
+    launch)           run_case gpu_launch_bound 1 none python3 -u gpu_launch_bound.py ;;
+    launch_autograd)  run_case gpu_launch_bound_autograd 1 none python3 -u gpu_launch_bound_autograd.py ;;
+    matmul)  run_case gpu_matmul 1 none python3 -u gpu_matmul.py ;;
+    spin)    run_case gpu_spin_kernel 1 none python3 -u gpu_spin_kernel.py ;;
+    starved) run_case gpu_starved_dataloader 1 none python3 -u gpu_starved_dataloader.py ;;
+    compile) run_case gpu_compile_autotune 1 none python3 -u gpu_compile_autotune.py ;;
+    jax)     run_case jax_compile 1 none python3 -u jax_compile.py ;;
+    nccl)    run_case nccl_hang 1 none $(torchrun 29555) nccl_hang.py ;;
   esac
 done
 ls -la "$OUT"
