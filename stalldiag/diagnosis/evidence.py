@@ -9,6 +9,8 @@ from collections import Counter
 from .explain import detail_text, frame_text, pct, process_text
 from .graph import finding
 
+LAUNCH_BOUND_SM = 10.0   # GPM SM activity under which a computing host thread, not the GPU, sets the pace
+
 def process_evidence(d, culprit, evidence):
     proc = d.procs.get(culprit.pid) or {}
     io = proc.get("io")
@@ -116,6 +118,18 @@ def gpu_evidence(d, focus, culprit, category, evidence):
         if active:
             evidence.append("GPU activity during compilation (%s) is expected: autotuning benchmarks run kernels"
                             % ", ".join("GPU %d %.0f%%" % (g.index, g.util) for g in active))
+    culprit_devs = [d.gpus[i] for i in devices_of(d.capture, culprit.pid) if i in d.gpus]
+    if category == "cpu" and culprit_devs and focus.kind != "dataloader":
+        dev = culprit_devs[0]
+        if dev.has_gpm and (dev.sm or 0) < LAUNCH_BOUND_SM and culprit.state is not None \
+                and culprit.state.condition == "computing":
+            text = ("launch-bound: GPU %d is nearly idle (utilization %.0f%%, SM %.1f%%) while %s spends the "
+                    "window on the CPU issuing work: the host, not the GPU, sets the pace (small kernels, "
+                    "Python overhead; CUDA graphs or larger batches help)" % (
+                        dev.index, dev.util or 0, dev.sm or 0, culprit.label))
+            d.findings.append(finding("launch-bound", text, culprit))
+            evidence.append(text)
+            phrase = "; launch-bound: GPU %d SM %.1f%%" % (dev.index, dev.sm or 0)
     if focus.kind == "dataloader" and category in ("io", "cpu", "locks"):
         for dev in focus_devs or []:
             if dev.idle:

@@ -167,7 +167,8 @@ class WaitGraph:
                 return cycle
             if self.held_at_fork(view):
                 return None
-        others = [v for v in self.by_pid.get(view.pid, []) if (v.pid, v.tid) not in seen and v.n_samples]
+        others = [v for v in self.by_pid.get(view.pid, []) if (v.pid, v.tid) not in seen and v.n_samples
+                  and not _idle_helper(v)]
         ranked = sorted(others, key=lambda v: -(ACTIVITY_RANK.get(v.kind, 0) * v.share))
         if ranked and ACTIVITY_RANK.get(ranked[0].kind, 0) > 0:
             return ranked[0]
@@ -393,7 +394,7 @@ class WaitGraph:
         """Every rank waits on its GPU: the straggler is the rank whose GPU does the work the
         others wait for (real SM/tensor activity while the waiter's GPU only spins in NCCL)."""
         mine = [self.gpus[i] for i in devices_of(self.capture, view.pid) if i in self.gpus]
-        if not mine or not mine[0].has_gpm:
+        if not mine or not mine[0].has_gpm or mine[0].real_compute:
             return None
         best = None
         for pid, thread in ranks.items():
@@ -425,6 +426,15 @@ class WaitGraph:
         if view.state is not None and view.state.halted:
             return True
         return process_condition(self.by_pid.get(view.pid, []), self.states) is not None
+
+    def straggler_rank(self, view, seen):
+        """The walk ended inside a rank whose GPU does little: a peer whose GPU does the work is
+        the straggler the whole job waits for (DDP syncs every step)."""
+        if not str(self.roles.get(view.pid, "")).startswith("rank "):
+            return None
+        ranks = {pid: self.main_thread(pid) for pid, role in self.roles.items() if str(role).startswith("rank ")}
+        ranks = {pid: t for pid, t in ranks.items() if t is not None}
+        return self.gpu_straggler(view, ranks, seen) if len(ranks) > 1 else None
 
     def halted_rank(self, view, seen):
         """A rank that is not waiting, while a peer rank is stopped or frozen: the job cannot move."""
@@ -505,6 +515,12 @@ def _kind_from_state(view):
         view.kind = "stopped" if state.condition != "frozen" else "frozen"
     elif state.condition == "storage" and view.kind not in ("io", "dataloader", "compile"):
         view.kind = "io"
+
+
+def _idle_helper(view):
+    """A native helper thread parked in a wait (NCCL's socket listener, a pool's idle worker):
+    no Python stack and no CPU. Nobody's wait ends through it."""
+    return not view.top_stack and (view.cpu_seconds or 0) < 0.05 and view.kind not in ("cpu", "io", "compile")
 
 
 def _proc_text(proc, pid):

@@ -24,6 +24,7 @@ spinning, stopped or frozen thread is never progress.
 from ..knowledge import frames as frame_table
 
 RUNNING_SHARE = 0.5     # share of /proc samples that makes a thread "on CPU"
+BUSY_CPU_SHARE = 0.3    # or CPU time received, as a share of the window
 FROZEN_STACK = 0.9      # share of stack samples on one stack that makes it "frozen"
 MIN_STACKS = 3          # stack samples needed before calling a stack frozen
 SPIN_SWITCHES = 2.0     # voluntary switches per second under which an on-CPU thread never sleeps
@@ -82,7 +83,10 @@ def classify(view, duration, gpus=None, gpu_devices=()):
         return ThreadState("exited", "exited", numbers)
     if n and share("D") >= RUNNING_SHARE:
         return _uninterruptible(view, kernel, numbers)
-    if n and share("R") >= RUNNING_SHARE:
+    cpu_share = numbers.get("cpu_share") or 0
+    if n and (share("R") >= RUNNING_SHARE or cpu_share >= BUSY_CPU_SHARE):
+        # A thread that hands work back and forth (the training loop and the autograd engine)
+        # is caught asleep in half the samples; the kernel's CPU accounting says it computes.
         return _on_cpu(view, kernel, duration, numbers, gpu_devices, gpus or {})
     if not n:
         return ThreadState("unknown", "not sampled", numbers)

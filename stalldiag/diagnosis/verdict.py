@@ -64,7 +64,7 @@ def walk(d, view):
         step = d.NEXT.get(current.kind)
         nxt = step(d, current, seen) if step else None
         if nxt is None and not d.halted(current):
-            nxt = d.halted_rank(current, seen)
+            nxt = d.halted_rank(current, seen) or d.straggler_rank(current, seen)
         if nxt is None and current is view and current.kind in ("sleep", "poll", "other", "tty") \
                 and (current.pid, current.tid) not in d.file_waits:
             nxt = d.busier_thread(current, seen)
