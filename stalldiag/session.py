@@ -221,7 +221,7 @@ class Inspection:
     def _follow_lock_holders(self, sampler, stacks, t):
         """A thread blocked in flock/fcntl(F_SETLKW) at tick t: sample the lock's holder too,
         even outside the tree (one /proc/locks read per new wait)."""
-        for pid in self.lock_watch.new_holders(sampler, t):
+        for pid in self.lock_watch.new_holders(sampler, t) + self.lock_watch.polled_holders(sampler, t):
             key = targets.process_key(pid)
             if key is not None and key not in sampler.records:
                 self._sample_stacks_of(stacks, sampler.watch(key, role_hint="lock-holder"))

@@ -108,6 +108,19 @@ def test_file_lock_held_outside_the_tree_names_the_holder(launch, tmp_path, how,
     assert process_of(report, holder.pid)["threads"]
 
 
+def test_lock_retried_between_sleeps_names_the_holder_outside(launch, tmp_path):
+    """No thread sits in a lock syscall: the waiter tries F_SETLK and sleeps. /proc/locks still
+    says who holds the file its process has open."""
+    path = tmp_path / "checkpoint.lock"
+    holder = launch("flock_held_outside.py", "hold", path, "lockf", settle=0.1)
+    waiter = launch("flock_held_outside.py", "wait", path, "lockf-retry")
+    report = inspect_json(waiter.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks" and verdict["pid"] == holder.pid
+    assert "retries between sleeps" in verdict["summary"] and "outside the inspected tree" in verdict["summary"]
+    assert process_of(report, holder.pid)["threads"]
+
+
 def test_gil_held_in_c_code_is_the_holders_category(launch):
     w = launch("gil_held_by_regex.py", settle=1.0)
     report = inspect_json(w.pid, duration=2)

@@ -194,20 +194,22 @@ class WaitGraph:
 
     def file_lock_holder(self, view, seen):
         """flock()/fcntl() lock waits: /proc/locks names the holder, even outside the inspected tree."""
-        if view.kernel_kind != "lock" or not self.file_locks:
+        if not self.file_locks:
             return None
-        syscalls = {label for label in view.activity}
-        if not syscalls & {"flock", "fcntl", "fcntl64"}:
+        blocked = view.kernel_kind == "lock" and {label for label in view.activity} & {"flock", "fcntl", "fcntl64"}
+        polling = view.kind in ("sleep", "poll", "other")
+        if not blocked and not polling:
             return None
         for lock in self.file_locks:
-            if view.pid not in (lock.get("waiter_pids") or []) or not lock.get("holder_pid"):
+            waiters = (lock.get("waiter_pids") or []) if blocked else (lock.get("pollers") or [])
+            if view.pid not in waiters or not lock.get("holder_pid"):
                 continue
             holder_pid = lock["holder_pid"]
             thread = self.most_telling_thread(holder_pid, seen)
             where = "outside the inspected tree" if not lock.get("holder_in_tree", True) else "in the job"
             self.findings.append(finding(
-                "file-lock", "%s waits for %s %s lock on %s held by %s, %s" % (
-                    view.label, lock.get("mode", "an").lower().replace("write", "a write").replace("read", "a read"),
+                "file-lock", "%s %s for %s %s lock on %s held by %s, %s" % (
+                    view.label, "waits" if blocked else "retries between sleeps (its process has the file open)", lock.get("mode", "an").lower().replace("write", "a write").replace("read", "a read"),
                     LOCK_TYPES.get(lock.get("type"), lock.get("type") or "file"),
                     lock.get("path") or lock.get("dev_inode"), _proc_text(self.procs.get(holder_pid), holder_pid),
                     where), view))
@@ -490,8 +492,9 @@ class WaitGraph:
         "rendezvous": outlier_rank,
         "compile": compiling_child,
         "cuda": gpu_wait,
-        "sleep": waited_file,
-        "poll": waited_file,
+        "sleep": lambda self, view, seen: self.waited_file(view, seen) or self.file_lock_holder(view, seen),
+        "poll": lambda self, view, seen: self.waited_file(view, seen) or self.file_lock_holder(view, seen),
+        "other": lambda self, view, seen: self.file_lock_holder(view, seen),
         "io": waited_file,
     }
 

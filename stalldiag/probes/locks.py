@@ -100,6 +100,17 @@ def openers(path, dev_inode, limit=MAX_HOST_SCAN):
     return found
 
 
+POLL_CHECK_AFTER_S = 1.0
+SLEEP_SYSCALLS = ("clock_nanosleep", "nanosleep", "select", "pselect6", "poll", "ppoll")
+
+
+def _mostly_sleeping(samples, least=3):
+    """A thread asleep (a timed sleep or poll) in at least half of its samples so far."""
+    if len(samples) < least:
+        return False
+    return sum(1 for s in samples if s[2] in SLEEP_SYSCALLS) * 2 >= len(samples)
+
+
 class LockWatch:
     """Follows lock waits over the window: which files are waited on, and who holds them."""
 
@@ -109,6 +120,8 @@ class LockWatch:
         self.holders = {}        # dev:inode -> set of holder pids
         self._seen = set()       # (pid, tid, syscall) already looked at
         self.reads = 0           # /proc/locks reads, for the record
+        self.polls = {}          # (pid, dev:inode) -> True: a sleeping process has a file open that another holds locked
+        self._polls_checked = False
 
     def new_holders(self, sampler, t):
         """Pids holding a lock that a thread sampled at time t waits for (look once per wait)."""
@@ -128,6 +141,45 @@ class LockWatch:
                 fresh.extend(self._holders_of(dev_inode, waiter_pid=pid))
         return [p for p in dict.fromkeys(fresh) if p > 0]
 
+    def polled_holders(self, sampler, t):
+        """Holders of locks that sleeping processes retry without blocking.
+
+        sqlite's busy handler, or a non-blocking flock tried between sleeps, make no
+        lock syscall that a sample can catch: the thread just sleeps.  Once, after
+        POLL_CHECK_AFTER_S of samples, a process with a thread asleep most of that
+        time has its open files matched against the locks /proc/locks lists as held
+        by another process.  One /proc/locks read, one fd scan per sleeping process.
+        """
+        if self._polls_checked or t < POLL_CHECK_AFTER_S:
+            return []
+        self._polls_checked = True
+        sleepers = [pid for pid, key in sampler.live.items()
+                    if any(_mostly_sleeping(th.samples) for th in sampler.records[key].threads.values())]
+        if not sleepers:
+            return []
+        self.reads += 1
+        held = {}
+        for entry in read_locks():
+            if not entry["waiter"]:
+                held.setdefault(entry["dev_inode"], set()).add(entry["pid"])
+        fresh = []
+        for pid in sleepers:
+            for fd, target in sorted((fds.fd_targets(pid) or {}).items()):
+                if fds.classify_target(target) != "file":
+                    continue
+                dev_inode = dev_inode_of("/proc/%d/fd/%d" % (pid, fd))
+                holders = {h for h in held.get(dev_inode, ()) if h != pid}
+                if -1 in holders:
+                    holders.discard(-1)
+                    holders.update(p for p in openers(target, dev_inode) if p != pid)
+                holders.discard(0)
+                if holders:
+                    self.polls[(pid, dev_inode)] = True
+                    self.paths.setdefault(dev_inode, target)
+                    self.holders.setdefault(dev_inode, set()).update(holders)
+                    fresh.extend(sorted(holders))
+        return [p for p in dict.fromkeys(fresh) if p > 0]
+
     def _holders_of(self, dev_inode, waiter_pid):
         self.reads += 1
         held = {e["pid"] for e in read_locks() if not e["waiter"] and e["dev_inode"] == dev_inode}
@@ -139,14 +191,14 @@ class LockWatch:
 
     def entries(self, inspected, in_tree):
         """capture["locks"]: the locks that an inspected pid holds or waits for (None: no lock wait seen)."""
-        if not self.waits:
+        if not self.waits and not self.polls:
             return None
         self.reads += 1
         table = read_locks()
         by_id = {}
         for entry in table:
             by_id.setdefault(entry["id"], []).append(entry)
-        waited = set(self.waits.values())
+        waited = set(self.waits.values()) | {di for (_pid, di) in self.polls}
         out = []
         for group in by_id.values():
             holder = next((e for e in group if not e["waiter"]), None)
@@ -164,7 +216,14 @@ class LockWatch:
             path = self.paths.get(dev_inode)
             if path is None:
                 path, _pid = path_of_inode([p for p in [holder_pid] + waiters if p and p > 0], dev_inode)
-            out.append({"type": holder["type"], "mode": holder["mode"], "holder_pid": holder_pid,
-                        "waiter_pids": [p for p in waiters if p > 0], "dev_inode": dev_inode, "path": path,
-                        "holder_in_tree": holder_pid in in_tree})
+            if holder["pid"] == -1 and holder_pid is None:
+                openers_ = [p for p in self.holders.get(dev_inode, ()) if p not in waiters]
+                holder_pid = openers_[0] if openers_ else None
+            entry = {"type": holder["type"], "mode": holder["mode"], "holder_pid": holder_pid,
+                     "waiter_pids": [p for p in waiters if p > 0], "dev_inode": dev_inode, "path": path,
+                     "holder_in_tree": holder_pid in in_tree}
+            pollers = sorted(pid for (pid, di) in self.polls if di == dev_inode and pid != holder_pid)
+            if pollers:
+                entry["pollers"] = pollers    # retry the lock between sleeps: no kernel waiter line
+            out.append(entry)
         return out
