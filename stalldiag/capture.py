@@ -70,7 +70,7 @@ def build(tool_version, host, request, window, records, profiles, frames, stack_
                     thread["locals"] = local_values[(pid, tid)]
                 thread["stack_samples"] = _run_length(
                     [intern_row(stack_table, stack_index, _bounded_stack(s, frames)) for s in profile["stacks"]])
-        if record.role_hint == "lock-holder":
+        if record.role_hint in ("lock-holder", "pipe-peer"):
             proc["outside_tree"] = True
         proc["python"] = _python_status(record, record.pid in seen_pids, (stack_failures or {}).get(record.pid))
         _thread_matching(proc, thread_matching, limitations)

@@ -15,6 +15,7 @@ from . import __version__, capture, fds, procfs, sources, targets
 from .probes import file_waits, gil
 from .probes.gpu import GpuProbe
 from .probes.locks import LockWatch
+from .probes.pipe_peers import PipePeers
 from .probes.stacks import StackProbe
 from .probes.threads import ThreadSampler
 
@@ -30,6 +31,9 @@ THREAD_READS_PER_S = 1500
 
 class Interrupted(Exception):
     pass
+
+# processes sampled because an inspected one waits on them, not because they are in its tree
+OUTSIDE_ROLES = ("lock-holder", "pipe-peer")
 
 
 class Inspection:
@@ -58,6 +62,7 @@ class Inspection:
         root_key = (self.pid, root_stat["start_time"])
         sampler.watch(root_key, role_hint="target")
         self.lock_watch = LockWatch()
+        self.pipe_peers = PipePeers()
         skipped_children = 0
         if self.children:
             self._rescan(sampler, root_key)
@@ -225,12 +230,16 @@ class Inspection:
             key = targets.process_key(pid)
             if key is not None and key not in sampler.records:
                 self._sample_stacks_of(stacks, sampler.watch(key, role_hint="lock-holder"))
+        for pid in self.pipe_peers.new_peers(sampler, t):
+            key = targets.process_key(pid)
+            if key is not None and key not in sampler.records:
+                self._sample_stacks_of(stacks, sampler.watch(key, role_hint="pipe-peer"))
 
     def _resolve_waits(self, sampler, profiles, frames):
         """Capture-level waits, resolved once at the end of the window: file locks, and (only
         for threads that qualify) lock/marker file polls and the GIL's holder."""
         inspected = {record.pid for record in sampler.records.values()}
-        in_tree = {r.pid for r in sampler.records.values() if r.role_hint != "lock-holder"}
+        in_tree = {r.pid for r in sampler.records.values() if r.role_hint not in OUTSIDE_ROLES}
         live = [r for r in sampler.records.values() if r.exited_at is None]
         return {"locks": self.lock_watch.entries(inspected, in_tree),
                 "file_waits": file_waits.resolve(live, profiles, frames),

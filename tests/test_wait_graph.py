@@ -170,3 +170,22 @@ def test_marker_file_nothing_will_write(launch, tmp_path):
     assert verdict["tid"] == w.pid
     assert "nothing will write" in verdict["summary"] and str(tmp_path / "preprocess.done") in verdict["summary"]
     assert verdict["progress"]["state"] == "no progress seen"
+
+
+@pytest.mark.parametrize("reader", ["sleep 600", "python3 -c 'import os, signal; os.kill(os.getpid(), signal.SIGSTOP)'"])
+def test_stdout_pipe_nobody_drains_names_the_reader_outside_the_tree(launch, tmp_path, reader):
+    pidfile = tmp_path / "pid"
+    script = os.path.join(os.path.dirname(__file__), "..", "fixtures", "workloads", "stdout_pipe_stalled.py")
+    launch(None, python=False, argv=["bash", "-c", "%s -u %s %s | %s" % (sys.executable, script, pidfile, reader)],
+           settle=1.5)
+    writer = int(pidfile.read_text())
+    report = inspect_json(writer, duration=2)
+    verdict = report["verdict"]
+    reader_pid = verdict["pid"]
+    assert reader_pid != writer
+    reader_proc = process_of(report, reader_pid)
+    assert reader_proc["ppid"] != writer       # a sibling in the pipeline, found through the pipe
+    assert verdict["category"] == "io"
+    assert "not draining" in verdict["summary"]
+    if "SIGSTOP" in reader:
+        assert "stopped by a signal" in verdict["summary"]

@@ -27,6 +27,7 @@ ACTIVITY_RANK = {
 LOCK_NAME = re.compile(r"^(?:async\s+)?with\s+([\w.\[\]'\"]+)(?:\s*(?:,|as\b|:))")
 ACQUIRE_NAME = re.compile(r"([\w.\[\]]+)\.acquire\(")
 LAUNCHER_ROLES = ("launcher",)
+OUTSIDE_WHY = {"lock-holder": "holds a lock it waits for", "pipe-peer": "the other end of its pipe"}
 
 
 def assign_roles(capture, views_by_pid=None):
@@ -43,7 +44,7 @@ def assign_roles(capture, views_by_pid=None):
             contexts.update(k for k, share in view.context_share.items() if share > 0)
         rank = first_var(proc.get("env"), RANK_VARS)
         if proc.get("outside_tree"):
-            roles[pid] = "outside the job (%s)" % (proc.get("role_hint") or "related")
+            roles[pid] = "outside the job (%s)" % OUTSIDE_WHY.get(proc.get("role_hint"), "related")
         elif row is not None and row.role == "launcher":
             if pid == root_pid and len(procs) > 1 or any(p.get("ppid") == pid for p in procs):
                 roles[pid] = "launcher"
@@ -119,6 +120,7 @@ class WaitGraph:
         self.file_locks = capture.get("locks") or []
         self.file_waits = {(w.get("pid"), w.get("tid")): w for w in capture.get("file_waits") or []}
         self.edge_notes = {}   # (pid, tid) of a chain step -> why the walk went there
+        self.window_samples = max([v.n_samples for v in self.views] + [0])
         self.unix_peers = {int(k): v for k, v in (capture.get("unix_peers") or {}).items()}
 
     # --- where to start ----------------------------------------------------------
@@ -128,6 +130,13 @@ class WaitGraph:
         if proc is None:
             return None
         return self.main_thread(proc["pid"])
+
+    def weight(self, view):
+        """How much a thread's activity explains a wait: what it does (ACTIVITY_RANK), for what
+        share of its samples, and for how much of the window it existed. A thread seen in one
+        sample of fifty does not explain a window-long wait."""
+        presence = min(1.0, view.n_samples / self.window_samples) if self.window_samples else 1.0
+        return ACTIVITY_RANK.get(view.kind, 0) * view.share * presence
 
     def main_thread(self, pid, exclude=()):
         views = [v for v in self.by_pid.get(pid, []) if (v.pid, v.tid) not in exclude]
@@ -145,9 +154,8 @@ class WaitGraph:
         main = self.main_thread(pid, seen)
         if main is not None and self.halted(main):
             return main
-        best = max(views, key=lambda v: (ACTIVITY_RANK.get(v.kind, 0) * v.share, v.is_main))
-        if main is not None and ACTIVITY_RANK.get(best.kind, 0) * best.share <= \
-                ACTIVITY_RANK.get(main.kind, 0) * main.share:
+        best = max(views, key=lambda v: (self.weight(v), v.is_main))
+        if main is not None and self.weight(best) <= self.weight(main):
             return main
         return best
 
@@ -169,7 +177,7 @@ class WaitGraph:
                 return None
         others = [v for v in self.by_pid.get(view.pid, []) if (v.pid, v.tid) not in seen and v.n_samples
                   and not _idle_helper(v)]
-        ranked = sorted(others, key=lambda v: -(ACTIVITY_RANK.get(v.kind, 0) * v.share))
+        ranked = sorted(others, key=lambda v: -(self.weight(v)))
         if ranked and ACTIVITY_RANK.get(ranked[0].kind, 0) > 0:
             return ranked[0]
         # Nobody is busy: the thread that should signal may be sleeping.  Prefer
@@ -349,7 +357,7 @@ class WaitGraph:
         candidates = [c for c in candidates if c is not None]
         if not candidates:
             return None
-        best = max(candidates, key=lambda v: (self.halted(v), ACTIVITY_RANK.get(v.kind, 0) * v.share, peers[v.pid]))
+        best = max(candidates, key=lambda v: (self.halted(v), self.weight(v), peers[v.pid]))
         self.chain_notes[(best.pid, best.tid)] = "the other end of what %s waits on" % view.label
         return best
 
@@ -364,7 +372,7 @@ class WaitGraph:
         if not threads:
             return None
         kinds = Counter(t.kind for t in threads)
-        best = max(threads, key=lambda v: (self.halted(v), ACTIVITY_RANK.get(v.kind, 0) * v.share, v.cpu_seconds or 0))
+        best = max(threads, key=lambda v: (self.halted(v), self.weight(v), v.cpu_seconds or 0))
         self.group_of[(best.pid, best.tid)] = "%d DataLoader workers: %s" % (
             len(threads), ", ".join("%d %s" % (n, k) for k, n in kinds.most_common()))
         self.workers = threads
@@ -389,7 +397,7 @@ class WaitGraph:
             # A stopped or frozen rank is the end, however busy its peers look.
             return min(halted, key=lambda v: v.pid)
         if outliers:
-            return max(outliers, key=lambda v: (ACTIVITY_RANK.get(v.kind, 0) * v.share, -v.pid))
+            return max(outliers, key=lambda v: (self.weight(v), -v.pid))
         return self.gpu_straggler(view, ranks, seen)
 
     def gpu_straggler(self, view, ranks, seen):
@@ -470,7 +478,8 @@ class WaitGraph:
         # A native helper thread parked on a futex (no Python stack, no CPU) is idle, not busy.
         candidates = [v for v in self.views if (v.pid, v.tid) not in seen and v.n_samples and v.share >= 0.5
                       and ACTIVITY_RANK.get(v.kind, 0) >= 3 and self.roles.get(v.pid) not in LAUNCHER_ROLES
-                      and (v.kind != "lock" or v.top_stack or (v.cpu_seconds or 0) > 0.05)]
+                      and (v.kind != "lock" or v.top_stack or (v.cpu_seconds or 0) > 0.05)
+                      and v.n_samples * 2 >= self.window_samples]
         if not candidates:
             return None
         return max(candidates, key=lambda v: (ACTIVITY_RANK.get(v.kind, 0), v.share))

@@ -121,6 +121,8 @@ def choose_category(d, focus, culprit):
         return "collective"
     if rank(focus) and rank(culprit) and culprit.pid != focus.pid:
         return "collective"
+    if _undrained_pipe(d, culprit) is not None:
+        return "io"
     if d.halted(culprit) and culprit.pid != focus.pid:
         return "subprocess"
     if getattr(focus, "waits_for_gil", False):
@@ -153,6 +155,13 @@ def summary_of(d, category, focus, culprit):
     wait = _file_wait_text(d, culprit)
     if wait:
         return wait
+    pipe = _undrained_pipe(d, culprit)
+    if pipe is not None:
+        writer, fd = pipe
+        where = {1: "its stdout, a pipe", 2: "its stderr, a pipe"}.get(fd.get("fd"), "a pipe (%s)" % fd.get("target"))
+        return ("Blocked writing output: %s waits to write to %s, and the process reading that pipe is not "
+                "draining it: %s is %s" % (writer.label, where, _proc_text(d, culprit.pid),
+                                          _halted_phrase(d, culprit) if d.halted(culprit) else _doing(culprit)))
     special = _mechanism(d, category, focus, culprit)
     if special:
         return "%s: %s" % (head, special)
@@ -246,6 +255,29 @@ def _file_wait_text(d, view):
                 "and no live process has it open or locked" % (view.label, path, library, state))
     return "Waiting for a file: %s polls %s (%s); it %s; pid %s has it open" % (
         view.label, path, library, state, ", ".join(map(str, others)))
+
+
+def _undrained_pipe(d, reader):
+    """(writer view, its fd) when the chain's step before `reader` is blocked writing a pipe that
+    `reader` holds and does not drain (it sleeps, is stopped, or waits on something else)."""
+    if len(d.chain) < 2 or d.chain[-1] is not reader or reader.kind in ("cpu", "compile", "io"):
+        return None
+    writer = d.chain[-2]
+    if writer.kind != "pipe" or not any(label.startswith("write") for label in writer.activity):
+        return None
+    detail = writer.top_detail() or {}
+    fd = detail.get("fd") if isinstance(detail, dict) else None
+    if not fd or fd.get("target") not in ((d.procs.get(reader.pid) or {}).get("endpoints") or {}):
+        return None
+    return writer, fd
+
+
+def _proc_text(d, pid):
+    proc = d.procs.get(pid) or {"pid": pid}
+    text = process_text(proc)
+    if proc.get("outside_tree"):
+        text += ", outside the inspected tree"
+    return text
 
 
 def _is_lock_file(wait):
