@@ -189,3 +189,12 @@ def test_stdout_pipe_nobody_drains_names_the_reader_outside_the_tree(launch, tmp
     assert "not draining" in verdict["summary"]
     if "SIGSTOP" in reader:
         assert "stopped by a signal" in verdict["summary"]
+
+
+def test_queue_wait_whose_producer_died_says_nobody_is_left(launch):
+    w = launch("producer_died.py")
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks" and verdict["tid"] == w.pid
+    assert "no other Python thread is alive" in verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"

@@ -65,7 +65,7 @@ def _progress(d, verdict, focus):
 
 
 # Findings that mean the focus waits on something that will not resolve by itself.
-STALL_FINDINGS = ("deadlock", "lock-held-at-fork")
+STALL_FINDINGS = ("deadlock", "lock-held-at-fork", "orphaned-wait")
 
 
 def _halted_blockers(d):

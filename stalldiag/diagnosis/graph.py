@@ -15,7 +15,7 @@ from ..knowledge.processes import match_process
 from ..redact import RANK_VARS, first_var
 from .gpu import device_summaries, devices_of
 from .state import classify, process_condition
-from .threads import thread_views
+from .threads import THREAD_WAIT_KINDS, thread_views
 
 ACTIVITY_RANK = {
     "compile": 7, "cpu": 6, "io": 5, "network": 4, "child": 4, "gpu": 4, "cuda": 4, "lock": 3,
@@ -184,7 +184,20 @@ class WaitGraph:
         # threads running the user's own code over library helper threads.
         sleepers = [v for v in others if v.kind in ("sleep", "poll") and v.user_frame()
                     and not _library_only(v)]
-        return max(sleepers, key=lambda v: v.share) if sleepers else None
+        if sleepers:
+            return max(sleepers, key=lambda v: v.share)
+        python_threads = [v for v in self.by_pid.get(view.pid, []) if v is not view and v.top_stack]
+        if view.kind in THREAD_WAIT_KINDS and not python_threads and view.share >= 0.8:
+            # Nobody left to put, set, notify or finish: the producer died (an exception in a
+            # thread ends it quietly) or was never started.
+            self.findings.append(finding(
+                "orphaned-wait", "%s waits (%s) for another thread of pid %d, but no other Python thread is "
+                "alive in that process%s: nothing will end the wait (a producer that died on an exception, "
+                "or one never started)" % (
+                    view.label, view.frame_kind, view.pid,
+                    " (only %d native helper thread(s))" % (len(self.by_pid.get(view.pid, [])) - 1)
+                    if len(self.by_pid.get(view.pid, [])) > 1 else ""), view))
+        return None
 
     def gil_holder(self, view, seen):
         """A futex wait at a line that waits on nothing is a wait for the GIL; py-spy names its holder."""

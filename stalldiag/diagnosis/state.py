@@ -103,6 +103,10 @@ def _uninterruptible(view, kernel, numbers):
         files = ", ".join("%s (%.0f MB mapped)" % (m["path"], m.get("size", 0) / 1e6) for m in mapped[:3])
         return ThreadState("storage", "in page faults on memory-mapped data%s (%s major faults)" % (
             ": " + files if files else "", faults.get("majflt", "?")), dict(numbers, mapped=[m["path"] for m in mapped[:3]]))
+    if in_fault >= view.n_samples * RUNNING_SHARE and faults.get("majflt"):
+        # Major faults with no file mapped as data: anonymous memory coming back from swap.
+        return ThreadState("storage", "in page faults on anonymous memory (%s major faults, no data file mapped): "
+                           "swapping under memory pressure" % faults["majflt"], dict(numbers, majflt=faults["majflt"]))
     if view.kernel_kind == "io":
         return ThreadState("storage", "in uninterruptible sleep on storage (%s)" % _top_wchan(view), numbers)
     return ThreadState("uninterruptible", "in uninterruptible sleep (D, %s), not storage" % _top_wchan(view), numbers)

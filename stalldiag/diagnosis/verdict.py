@@ -207,7 +207,7 @@ def _mechanism(d, category, focus, culprit):
                                           role(focus), _pid_text(focus), how)
     if d.halted(culprit):
         return "%s is %s" % (culprit.label, _halted_phrase(d, culprit))
-    fork = next((f for f in d.findings if f["kind"] == "lock-held-at-fork"), None)
+    fork = next((f for f in d.findings if f["kind"] in ("lock-held-at-fork", "orphaned-wait")), None)
     if fork:
         return fork["summary"]
     flock = next((f for f in d.findings if f["kind"] == "file-lock"), None)
@@ -321,7 +321,9 @@ def _first_framework_frame(view):
 
 def _doing(view):
     words = {"cpu": "computing", "sleep": "sleeping", "io": "doing storage I/O", "network": "waiting on the network",
-             "lock": "blocked on a lock", "child": "waiting on its own child", "poll": "idle in poll"}
+             "lock": "blocked on a lock", "child": "waiting on its own child", "poll": "idle in poll",
+             "tty": "waiting for someone to type on its terminal (an interactive prompt)",
+             "pipe": "blocked on a pipe", "ipc": "waiting for a message from another process"}
     return "%s (%s)" % (words.get(view.kind, view.kind), residency_text(view, 2))
 
 
