@@ -141,6 +141,8 @@ def _result(d, verdict):
             "share": round(view.share, 3),
             "samples": view.n_samples,
             "stack_samples": view.n_stack_samples,
+            "state": view.state.condition if view.state else None,
+            "state_text": view.state.phrase if view.state else None,
             "residency": {k: round(v / view.n_samples, 3) for k, v in view.activity.most_common()}
             if view.n_samples else {},
         }

@@ -23,7 +23,7 @@ def frame_text(frame):
     text = "%s (%s:%s)" % (name, os.path.basename(filename or "?"), line)
     source = frame[3] if len(frame) > 3 and isinstance(frame[3], dict) else None
     if source and source.get("code"):
-        text += " `%s`" % source["code"]
+        text += " `%s`" % source["code"].split("  #", 1)[0].rstrip()   # an inline comment is not the call
         withs = [w["code"].rstrip(":") for w in source.get("within") or [] if w["code"].startswith("with ")]
         if withs:
             text += " inside `%s`" % "`, `".join(withs)

@@ -180,6 +180,8 @@ def _context_share(stacks, total):
 
 
 def _activity_label(state, syscall, wchan):
+    if state in ("T", "t"):
+        return "stopped (%s)" % state     # /proc still names the call it was stopped in: not a wait
     if state == "D":
         return "D:%s" % (wchan or syscall or "?")
     if state == "R" or syscall == "running":

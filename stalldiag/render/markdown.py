@@ -51,12 +51,12 @@ def render(report):
         io = proc.get("io") or {}
         for t in proc.get("threads") or []:
             residency = ", ".join("%s %d%%" % (k, round(100 * s)) for k, s in list((t.get("residency") or {}).items())[:4])
-            rows.append([proc["pid"], t["tid"], t.get("name"), t.get("kind"), t.get("samples"),
+            rows.append([proc["pid"], t["tid"], t.get("name"), t.get("kind"), t.get("state") or "-", t.get("samples"),
                          residency or "-", "%.2f" % t["cpu_seconds"] if t.get("cpu_seconds") is not None else "-"])
         if io:
-            rows.append([proc["pid"], "(process)", "read/write syscalls", "exact",
+            rows.append([proc["pid"], "(process)", "read/write syscalls", "exact", "",
                          "", "read %d, write %d" % (io.get("syscr", 0), io.get("syscw", 0)), ""])
-    out += _md_table(["pid", "tid", "thread", "kind", "samples", "residency", "CPU s"], rows)
+    out += _md_table(["pid", "tid", "thread", "kind", "state", "samples", "residency", "CPU s"], rows)
     exact = report.get("syscall_counts")
     if exact:
         out += ["", "<details><summary>Exact syscall counts (%s, %.1f s)</summary>" % (
