@@ -244,6 +244,25 @@ def fd_targets(pid):
     return targets
 
 
+def host_holders(target, confirm=None, skip=(), limit=4096):
+    """Pids on the host (our pid namespace) with an fd whose link text is target
+    ("pipe:[ino]", a path); confirm(pid, fd) may check more (a path's dev:inode).
+    One pass over /proc/*/fd: only used for a wait that leads outside the tree."""
+    found = []
+    try:
+        pids = sorted(int(p) for p in os.listdir(procfs.PROC) if p.isdigit())
+    except OSError:
+        return found
+    for pid in pids[:limit]:
+        if pid == os.getpid() or pid in skip:
+            continue
+        for fd, link in (fd_targets(pid) or {}).items():
+            if link == target and (confirm is None or confirm(pid, fd)):
+                found.append(pid)
+                break
+    return found
+
+
 def endpoints(targets):
     """{"pipe:[ino]", "socket:[ino]" or "/dev/nvidiaN": [fd, ...]} from fd_targets(): what
     connects a process to others, and whether it holds a GPU context."""

@@ -83,21 +83,11 @@ def path_of_inode(pids, dev_inode):
     return None, None
 
 
-def openers(path, dev_inode, limit=MAX_HOST_SCAN):
+def openers(path, dev_inode):
     """Pids on the host with this file open (link text equal to path, confirmed by dev:inode)."""
-    found = []
-    try:
-        pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
-    except OSError:
-        return found
-    for pid in pids[:limit]:
-        if pid == os.getpid():
-            continue
-        for fd, target in (fds.fd_targets(pid) or {}).items():
-            if target == path and (dev_inode is None or dev_inode_of("/proc/%d/fd/%d" % (pid, fd)) == dev_inode):
-                found.append(pid)
-                break
-    return found
+    confirm = None if dev_inode is None else \
+        (lambda pid, fd: dev_inode_of("/proc/%d/fd/%d" % (pid, fd)) == dev_inode)
+    return fds.host_holders(path, confirm, limit=MAX_HOST_SCAN)
 
 
 POLL_CHECK_AFTER_S = 1.0

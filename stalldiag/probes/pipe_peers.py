@@ -7,27 +7,9 @@ When a thread is seen blocked reading or writing a pipe that no inspected
 process holds the other end of, the host's fd tables are scanned once for that
 pipe's inode, and the processes found are sampled like the rest.
 """
-import os
-
 from .. import fds
 
 PIPE_SYSCALLS = ("read", "write", "readv", "writev", "splice")
-MAX_HOST_SCAN = 4096
-
-
-def host_holders(target, skip=()):
-    """Pids on the host (in our pid namespace) with target ("pipe:[ino]") open."""
-    found = []
-    try:
-        pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
-    except OSError:
-        return found
-    for pid in pids[:MAX_HOST_SCAN]:
-        if pid == os.getpid() or pid in skip:
-            continue
-        if target in (fds.fd_targets(pid) or {}).values():
-            found.append(pid)
-    return found
 
 
 class PipePeers:
@@ -53,7 +35,7 @@ class PipePeers:
                 inside = {p for p, k in sampler.live.items() if target in sampler.records[k].endpoints}
                 if inside - {pid}:
                     continue        # the other end is inspected already
-                outside = host_holders(target, skip=set(sampler.live))
+                outside = fds.host_holders(target, skip=set(sampler.live))
                 if outside:
                     self.found[target] = outside
                     fresh.extend(outside)
