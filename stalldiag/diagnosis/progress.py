@@ -74,6 +74,7 @@ def assess(capture, views, gpus, halted=()):
     evidence = list(halted)
     progress = False
     shared_writes = {}
+    recent_writes = {}     # path -> [size, pids]: a file changed in a directory several processes write to
     for proc in capture.get("processes") or []:
         label = "pid %d" % proc["pid"]
         read, written, opened = file_changes(proc)
@@ -93,10 +94,10 @@ def assess(capture, views, gpus, halted=()):
         # wrote during the window (another process may have changed it).
         recent = [f for f in proc.get("recent_files") or []
                   if f["path"] not in {w.get("target") for w in written} and io.get("wchar", 0) > 0]
-        if recent:
+        for f in recent:
             progress = True
-            evidence.append("%s: files written during the window: %s" % (label, ", ".join(
-                "%s (%d bytes)" % (f["path"], f["size"]) for f in recent[:4])))
+            entry = recent_writes.setdefault(f["path"], [f["size"], []])
+            entry[1].append(proc["pid"])
         kernel = proc.get("kernel") or {}
         majflt = (kernel.get("faults") or {}).get("majflt") or 0
         if majflt and io.get("read_bytes", 0) and kernel.get("data_mappings"):
@@ -116,6 +117,9 @@ def assess(capture, views, gpus, halted=()):
         who = "pid %d" % pids[0] if len(pids) == 1 else "%d processes (pids %s)" % (
             len(pids), ", ".join(map(str, pids[:4])) + (", ..." if len(pids) > 4 else ""))
         evidence.append("%s wrote %s (+%d bytes)" % (who, target, delta))
+    for path, (size, pids) in sorted(recent_writes.items())[:4]:
+        evidence.append("%s written during the window (%d bytes), in a directory %s writes to" % (
+            path, size, "pid %d" % pids[0] if len(pids) == 1 else "each of pids %s" % ", ".join(map(str, pids[:4]))))
     busy = [v for v in views if v.cpu_seconds and duration and v.kind in ("cpu", "compile", "dataloader")
             and v.user_frame() and (v.state is None or v.state.progressing)
             and v.cpu_seconds / duration >= (THROTTLED_WORK if _throttled(v) else CPU_WORK)]
