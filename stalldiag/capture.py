@@ -43,7 +43,7 @@ SCHEMA_VERSION = 1
 
 def build(tool_version, host, request, window, records, profiles, frames, stack_failures,
           gpu, skipped_children, limitations, unix_peers=None, exact=None, local_values=None,
-          thread_matching=None, locks=None, file_waits=None, gil=None):
+          thread_matching=None, locks=None, file_waits=None, gil=None, stack_rates=None):
     stack_table = []
     stack_index = {}
     processes = []
@@ -74,6 +74,8 @@ def build(tool_version, host, request, window, records, profiles, frames, stack_
             proc["outside_tree"] = True
         proc["python"] = _python_status(record, record.pid in seen_pids, (stack_failures or {}).get(record.pid))
         _thread_matching(proc, thread_matching, limitations)
+        if (stack_rates or {}).get(record.pid):
+            proc["python"]["stack_rate_hz"] = stack_rates[record.pid]   # what py-spy sampled it at
         processes.append(proc)
     from .permissions import denied_text, how_to_get_access
     root_uid = next((p.get("uid") for p in processes if p["pid"] == request.get("pid")), None)

@@ -5,6 +5,7 @@ the process tree twice a second; py-spy and NVML sample in their own
 process/thread.  Whatever happens (a target exiting, Ctrl-C, a probe
 failing) the capture holds what was seen up to then.
 """
+import math
 import os
 import platform
 import socket
@@ -20,10 +21,15 @@ from .probes.stacks import StackProbe
 from .probes.threads import ThreadSampler
 
 TREE_RESCAN_S = 0.5
-# py-spy notices SIGINT up to ~1.6 sample periods later (measured): ask it to
-# stop that much before the window ends so the report is not late.
-STACK_STOP_LEAD = 3.0
-STACKS_FULL_RATE_PROCESSES = 8
+# py-spy costs per process-sample (~1.3 ms for 12 threads, measured; its floor), so stack
+# rates follow what a process does: one busy since it started (>= BUSY_CPU_SHARE of a core)
+# gets the asked rate, within BUSY_STACK_SAMPLES_PER_S for the tree; an idle one sits in the
+# calls /proc samples at 5 Hz and gets IDLE_STACK_SAMPLES over the window (1 Hz, py-spy's
+# lowest, for windows of 10 s and more).  No process goes unsampled.
+BUSY_CPU_SHARE = 0.1
+BUSY_STACK_SAMPLES_PER_S = 24
+IDLE_STACK_SAMPLES = 10
+IDLE_STACK_RATE = 1
 # Thread-samples per second above which the rate is lowered, to keep our
 # own CPU use near 2-3% of a core on large trees.
 THREAD_READS_PER_S = 1500
@@ -53,6 +59,7 @@ class Inspection:
         self.syscall_backend = syscall_backend
         self.notice = notice or (lambda message: None)
         self.locals = locals_
+        self._busy_stack_rate = self.stack_rate
 
     def run(self):
         root_stat = targets.check_target(self.pid)
@@ -80,15 +87,11 @@ class Inspection:
             sampler.t0 = t0
             wall_start = sampler.wall_start = time.time()
         stack_rate = self.stack_rate if self.duration else 20
-        if len(sampler.records) > STACKS_FULL_RATE_PROCESSES and self.duration:
-            # each py-spy recorder costs per sample: keep the tree's total near 8 processes' worth
-            lowered = max(2.0, stack_rate * STACKS_FULL_RATE_PROCESSES / len(sampler.records))
-            if lowered < stack_rate:
-                self.limitations.append("Python stack rate lowered to %.1f Hz for %d processes (asked for %s Hz)"
-                                        % (lowered, len(sampler.records), stack_rate))
-                stack_rate = lowered
         stacks = StackProbe(rate=stack_rate, duration=max(self.duration, 1), native=self.native)
         if stacks.start():
+            busy = sum(1 for record in sampler.records.values() if _cpu_share(record) >= BUSY_CPU_SHARE)
+            if busy * stacks.rate > BUSY_STACK_SAMPLES_PER_S:
+                self._busy_stack_rate = max(IDLE_STACK_RATE, BUSY_STACK_SAMPLES_PER_S // busy)
             for record in list(sampler.records.values()):
                 self._sample_stacks_of(stacks, record)
         gpu = GpuProbe()
@@ -108,9 +111,8 @@ class Inspection:
                     now = time.monotonic() - t0
                     if now >= self.duration:
                         break
-                    lead = STACK_STOP_LEAD / stacks.rate
-                    if stacks.usable and self.duration >= 4 * lead and now >= self.duration - lead:
-                        stacks.request_stop()
+                    if stacks.usable:
+                        stacks.stop_due(self.duration - now)
                     reason = self.stop_flag()
                     if reason:
                         interrupted = reason
@@ -146,10 +148,20 @@ class Inspection:
 
         if stacks.limitation:
             self.limitations.append(stacks.limitation)
-        if stacks.skipped:
-            self.limitations.append("Python stacks of %d processes not sampled: at most %d py-spy recorders "
-                                    "run at once (pids %s...)" % (len(stacks.skipped), stacks.MAX_PROCESSES,
-                                                                  ", ".join(map(str, stacks.skipped[:5]))))
+        lowered = sorted(pid for pid, hz in stacks.rates.items() if hz < stacks.rate)
+        if lowered:
+            by_rate = {}
+            for pid in lowered:
+                by_rate.setdefault(stacks.rates[pid], []).append(pid)
+            self.limitations.append(
+                "Python stack rate (asked for %d Hz) lowered for %d of %d processes: %s; idle processes sit in "
+                "the calls /proc samples at %s Hz (each process's rate is in the JSON report)"
+                % (stacks.rate, len(lowered), len(stacks.rates),
+                   ", ".join("%d at %d Hz" % (len(p), hz) for hz, p in sorted(by_rate.items())), self.rate))
+        if stacks.late:
+            self.limitations.append("Python stacks of %d processes from one snapshot: their py-spy did not stop "
+                                    "within %.1f s of the window's end (pids %s)"
+                                    % (len(stacks.late), stacks.STOP_GRACE_S, ", ".join(map(str, stacks.late[:5]))))
         if rate_notes:
             self.limitations.append(
                 "sampling rate lowered to %s Hz for a large tree (asked for %s Hz)"
@@ -178,6 +190,7 @@ class Inspection:
             exact=exact,
             local_values=local_values,
             thread_matching=(stacks.thread_ids.method, stacks.unmatched),
+            stack_rates=stacks.rates,
             **waits
         )
 
@@ -245,10 +258,14 @@ class Inspection:
                 "file_waits": file_waits.resolve(live, profiles, frames),
                 "gil": gil.resolve(live, profiles, frames)}
 
-    @staticmethod
-    def _sample_stacks_of(stacks, record):
+    def _sample_stacks_of(self, stacks, record):
         if record.exited_at is None and capture.looks_like_python(record.pid, record.static.get("exe")) is not False:
-            stacks.add(record.pid)
+            rate = stacks.rate
+            if self.duration:   # a --duration 0 snapshot samples everything at full rate
+                busy = _cpu_share(record) >= BUSY_CPU_SHARE
+                idle_rate = max(IDLE_STACK_RATE, math.ceil(IDLE_STACK_SAMPLES / self.duration))
+                rate = min(rate, self._busy_stack_rate if busy else idle_rate)
+            stacks.add(record.pid, rate)
 
 
 def _frame_owner(profiles):
@@ -259,6 +276,20 @@ def _frame_owner(profiles):
             for index in stack:
                 owner.setdefault(index, pid)
     return owner.get
+
+
+def _cpu_share(record):
+    """CPU the process used since it started, in cores (0.5 = half a core on average)."""
+    stat = record.stat_first
+    try:
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    if not stat:
+        return 0.0
+    age = max(0.5, uptime - stat["start_time"] / procfs.CLK_TCK)
+    return (stat["utime"] + stat["stime"]) / procfs.CLK_TCK / age
 
 
 def _safe_descendants(pid):

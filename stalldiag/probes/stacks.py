@@ -60,12 +60,25 @@ def pyspy_version(binary):
 class StackProbe:
     """Drives one `py-spy record` per Python process over the window and merges what they wrote.
 
-    One py-spy per process rather than `--subprocesses`: that mode rescans the
-    whole process table continuously and cost ~0.4 s of CPU per 10 s for an
-    8-process tree, against ~0.02 s for each per-process recorder.
+    One py-spy per process rather than `--subprocesses`: that mode attaches to
+    the children one after the other (85 of 160 processes within a 10 s window,
+    measured) and rescans the process table continuously; per-process recorders
+    all attach at once.  There is no cap on processes: a large tree lowers the
+    sampling rate instead (py-spy's lowest is 1 Hz), and each process's rate is
+    kept in `rates`.
+
+    Stopping: py-spy sleeps an exponentially distributed interval (mean 1/rate)
+    between samples; after SIGINT its main loop waits for one sample and its
+    sampler thread for the next, so it exits a Gamma(2, rate) time later (mean
+    2/rate; measured: up to 4 s at 1 Hz for 8 recorders).  Each recorder is asked
+    STOP_LEAD_PERIODS periods before the window ends (at most half the window);
+    P(not exited STOP_GRACE_S after the window) = e^-x (1 + x), x = rate * (lead
+    + grace): 2.7% at 1 Hz.  Those are killed and replaced by one non-blocking
+    snapshot each (`late`, named in the report), so no process loses its stacks.
     """
 
-    MAX_PROCESSES = 32   # beyond this, later processes get /proc data only (named in the report)
+    STOP_LEAD_PERIODS = 5.0
+    STOP_GRACE_S = 0.5
 
     def __init__(self, rate, duration, native=False):
         self.rate = max(1, int(round(rate)))
@@ -74,8 +87,10 @@ class StackProbe:
         self.binary = find_pyspy()
         self.limitation = None
         self.failures = {}      # pid -> (kind, message)
-        self.skipped = []       # pids not sampled because of MAX_PROCESSES
+        self.rates = {}         # pid -> Hz its recorder samples at
+        self.late = []          # pids whose recorder did not stop in time (stacks from one snapshot)
         self._recorders = {}    # pid -> (Popen, outfile, errfile)
+        self._asked = set()     # pids already sent SIGINT
         self._tmpdir = None
         self.usable = False
         self.thread_ids = ThreadIdMap()
@@ -94,20 +109,19 @@ class StackProbe:
         self.usable = True
         return True
 
-    def add(self, pid):
-        """Start sampling one more process (a no-op if it is already sampled)."""
-        if not self.usable or pid in self._recorders or pid in self.skipped:
+    def add(self, pid, rate=None):
+        """Start sampling one more process at rate Hz (default: the probe's rate; a no-op
+        if it is already sampled)."""
+        if not self.usable or pid in self._recorders:
             return
-        if len(self._recorders) >= self.MAX_PROCESSES:
-            self.skipped.append(pid)
-            return
+        rate = max(1, int(round(rate or self.rate)))
         outfile = os.path.join(self._tmpdir, "stacks-%d.json" % pid)
         errfile = open(os.path.join(self._tmpdir, "stderr-%d.txt" % pid), "w+")
         # A long --duration: we stop py-spy ourselves with SIGINT at the end of
         # the window (it then writes what it has), so its own timer never cuts
         # sampling short when its start-up took a while.
         cmd = [self.binary, "record", "--pid", str(pid), "--format", "speedscope",
-               "--threads", "--idle", "--rate", str(self.rate),
+               "--threads", "--idle", "--rate", str(rate),
                "--duration", str(int(self.duration) + 60), "-o", outfile]
         cmd.append("--native" if self.native else "--nonblocking")  # native unwinding pauses the target
         try:
@@ -119,13 +133,38 @@ class StackProbe:
             self.failures[pid] = ("error", "py-spy could not start: %s" % exc)
             return
         self._recorders[pid] = (proc, outfile, errfile)
+        self.rates[pid] = rate
 
-    def _snapshot(self, pid):
-        """One `py-spy dump --json --nonblocking` of pid, in parse_speedscope's shape."""
+    def _snapshots(self, pids):
+        """_snapshot of several processes, the dumps running in parallel."""
+        started = {}
+        for pid in pids:
+            try:
+                started[pid] = subprocess.Popen(
+                    [self.binary, "dump", "--pid", str(pid), "--json", "--nonblocking"],
+                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                    text=True, preexec_fn=die_with_parent)
+            except OSError:
+                pass
+        found = {}
+        for pid, proc in started.items():
+            try:
+                out, _ = proc.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                continue
+            found[pid] = self._snapshot(pid, out if proc.returncode == 0 else "")
+        return found
+
+    def _snapshot(self, pid, output=None):
+        """One `py-spy dump --json --nonblocking` of pid (or its output), in parse_speedscope's shape."""
         try:
-            out = subprocess.run([self.binary, "dump", "--pid", str(pid), "--json", "--nonblocking"],
-                                 capture_output=True, text=True, timeout=20, preexec_fn=die_with_parent)
-            threads = json.loads(out.stdout) if out.returncode == 0 else []
+            if output is None:
+                out = subprocess.run([self.binary, "dump", "--pid", str(pid), "--json", "--nonblocking"],
+                                     capture_output=True, text=True, timeout=20, preexec_fn=die_with_parent)
+                output = out.stdout if out.returncode == 0 else ""
+            threads = json.loads(output) if output else []
         except (OSError, subprocess.SubprocessError, ValueError):
             return {}, []
         frames, index, profiles = [], {}, {}
@@ -153,46 +192,72 @@ class StackProbe:
             out[(pid, tid)] = profile
         return out
 
-    def request_stop(self):
-        """Ask every recorder to finish.  py-spy notices SIGINT only at its next sample, up to
-        1.6 sample periods later, so the session asks one period before the window ends."""
-        self.usable = False
-        for proc, _out, _err in self._recorders.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
+    def lead(self, rate):
+        """Seconds before the window's end at which a recorder at rate Hz is asked to stop:
+        STOP_LEAD_PERIODS periods, at most half the window."""
+        return min(self.STOP_LEAD_PERIODS / rate, self.duration / 2.0)
 
-    def stop(self, timeout=5.0):
+    def stop_due(self, remaining):
+        """SIGINT each recorder whose lead covers the `remaining` seconds of the window."""
+        for pid, (proc, _out, _err) in self._recorders.items():
+            if pid not in self._asked and remaining <= self.lead(self.rates[pid]):
+                self._ask(pid, proc)
+
+    def _ask(self, pid, proc):
+        self._asked.add(pid)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+
+    def request_stop(self):
+        """Ask every recorder to finish; no new ones start."""
+        self.usable = False
+        for pid, (proc, _out, _err) in self._recorders.items():
+            if pid not in self._asked:
+                self._ask(pid, proc)
+
+    def stop(self, grace=None):
         """End sampling; return ({(pid, tid): {"name", "stacks"}}, frames) merged over processes."""
         self.request_stop()
-        deadline = time.monotonic() + timeout
-        profiles, frames, frame_index = {}, [], {}
-        for pid, (proc, outfile, errfile) in self._recorders.items():
+        deadline = time.monotonic() + (self.STOP_GRACE_S if grace is None else grace)
+        for pid, (proc, _out, _err) in self._recorders.items():
             try:
-                proc.wait(max(0.1, deadline - time.monotonic()))
+                proc.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
-                proc.wait()
+                self.late.append(pid)
+        for proc, _out, _err in self._recorders.values():
+            proc.wait()
+        outputs, retry = {}, []
+        for pid, (proc, outfile, errfile) in self._recorders.items():
             errfile.seek(0)
             stderr = errfile.read()
             errfile.close()
-            try:
-                with open(outfile) as f:
-                    got, got_frames = parse_speedscope(json.load(f), pid)
-            except FileNotFoundError:
-                got, got_frames = {}, []
-            except ValueError:
-                self.failures[pid] = ("error", "py-spy wrote unreadable output")
-                continue
-            if not got:
-                # A recorder stopped before its first sample (a short window on a busy
-                # machine): one non-blocking snapshot still gives the stacks, unless
-                # py-spy already said why it cannot.
-                failure = explain_failure(stderr)
-                if failure[0] not in ("not-python", "unsupported-python", "permission", "gone"):
-                    got, got_frames = self._snapshot(pid)
-                if not got:
-                    self.failures[pid] = failure
+            got, got_frames = {}, []
+            if pid not in self.late:
+                try:
+                    with open(outfile) as f:
+                        got, got_frames = parse_speedscope(json.load(f), pid)
+                except FileNotFoundError:
+                    pass
+                except ValueError:
+                    self.failures[pid] = ("error", "py-spy wrote unreadable output")
                     continue
+            if got:
+                outputs[pid] = (got, got_frames)
+                continue
+            # Killed late, or stopped before its first sample (a short window on a busy
+            # machine): one non-blocking snapshot still gives the stacks, unless py-spy
+            # already said why it cannot.
+            failure = explain_failure(stderr)
+            if pid in self.late or failure[0] not in ("not-python", "unsupported-python", "permission", "gone"):
+                retry.append(pid)
+            self.failures[pid] = failure
+        for pid, (got, got_frames) in self._snapshots(retry).items():
+            if got:
+                outputs[pid] = (got, got_frames)
+                self.failures.pop(pid, None)
+        profiles, frames, frame_index = {}, [], {}
+        for pid, (got, got_frames) in outputs.items():
             got = self.match_thread_ids(pid, got)
             remap = [intern_row(frames, frame_index, f) for f in got_frames]
             for key, profile in got.items():
