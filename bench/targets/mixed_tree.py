@@ -2,9 +2,11 @@
 
 The root forks N-1 children (before starting any thread); every process then
 starts T-1 extra threads cycling through the kinds a training node has:
-idle (sleep), waiting (a lock nobody releases), computing (a short busy loop,
-then a sleep, so the tree uses ~1-2% of a core per process, not all of it)
-and reading (pread of a small file, then a sleep).  When every process is up
+idle (sleep), waiting (a lock nobody releases), computing (1 ms of busy loop
+a second) and reading (pread of a small file four times a second).  Each
+process uses ~0.3% of a core, so 160 of them leave a 2-core machine room: a
+stalled node's processes are mostly blocked, and a tree that saturates the
+machine would measure the scheduler, not the observer.  When every process is up
 the root prints "READY <pid> <count>".  Children die with the root.
 
 usage: mixed_tree.py N [THREADS]
@@ -37,17 +39,17 @@ def waiting(lock=threading.Lock()):
 
 def computing():
     while True:
-        end = time.monotonic() + 0.002
+        end = time.monotonic() + 0.001
         while time.monotonic() < end:
             pass
-        time.sleep(0.2)
+        time.sleep(1.0)
 
 
 def reading(path):
     fd = os.open(path, os.O_RDONLY)
     while True:
         os.pread(fd, 64, 0)
-        time.sleep(0.1)
+        time.sleep(0.25)
 
 
 def start_threads(count, path):

@@ -308,6 +308,7 @@ class ThreadSampler:
         for record in self.records.values():
             for thread in record.threads.values():
                 self._release(thread)
+        scanned = {}   # directory scans shared by processes with the same root
         for pid, key in list(self.live.items()):
             try:
                 record = self.records[key]
@@ -317,7 +318,7 @@ class ThreadSampler:
                         record.threads[tid].kernel_last = kernel_state.thread_snapshot(pid, tid, record._error)
                 record.files_end = record.read_fds()
                 record.recent_files = fds.recently_written(
-                    pid, procfs.cmdline(pid), record.files_end, self.wall_start)
+                    pid, procfs.cmdline(pid), record.files_end, self.wall_start, scanned)
             except procfs.ProcessGone:
                 self._mark_exited(key)
 
