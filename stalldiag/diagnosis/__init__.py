@@ -77,7 +77,9 @@ def _halted_blockers(d):
         if item["kind"] in STALL_FINDINGS:
             out.append("%s (it cannot resolve by itself)" % item["summary"])
     focus = d.chain[0] if d.chain else None
-    if focus is not None and focus.share >= 0.8 and len(d.chain) > 1:
+    starved = focus is not None and (focus.share >= 0.8 or (focus.cpu_seconds is not None and focus.cpu_seconds
+                                                            < 0.05 * ((d.capture.get("window") or {}).get("duration_s") or 0)))
+    if starved and len(d.chain) > 1:
         if getattr(focus, "waits_for_gil", False):
             out.append("%s waited for the GIL for the whole window" % focus.label)
         elif any(f["kind"] == "file-lock" for f in d.findings) and not d.chain[-1].state.progressing:

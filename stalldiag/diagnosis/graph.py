@@ -532,6 +532,12 @@ def _kind_from_state(view):
     state = view.state
     if state is None:
         return
+    if state.condition == "blocked" and view.kind == "cpu":
+        # caught runnable between timed waits: what it waits in is its most common syscall
+        waits = [(n, k) for k, n in view.kernel_kinds.items() if k != "cpu"]
+        if waits:
+            count, kind = max(waits)
+            view.kind, view.share = kind, max(view.share, count / max(view.n_samples, 1))
     if state.condition == "spinning" and "CUDA" in state.phrase:
         view.kind, view.share = "cuda", max(view.share, view.kernel_share)
     elif state.condition == "spinning":

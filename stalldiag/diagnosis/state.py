@@ -25,6 +25,8 @@ from ..knowledge import frames as frame_table
 
 RUNNING_SHARE = 0.5     # share of /proc samples that makes a thread "on CPU"
 BUSY_CPU_SHARE = 0.3    # or CPU time received, as a share of the window
+WOKEN_CPU_SHARE = 0.05  # under this much CPU, a thread that wakes ...
+WOKEN_RATE = 50.0       # ... this many times a second (voluntary switches) is waiting, not running
 FROZEN_STACK = 0.9      # share of stack samples on one stack that makes it "frozen"
 MIN_STACKS = 3          # stack samples needed before calling a stack frozen
 SPIN_SWITCHES = 2.0     # voluntary switches per second under which an on-CPU thread never sleeps
@@ -84,6 +86,9 @@ def classify(view, duration, gpus=None, gpu_devices=()):
     if n and share("D") >= RUNNING_SHARE:
         return _uninterruptible(view, kernel, numbers)
     cpu_share = numbers.get("cpu_share") or 0
+    woken = _woken_loop(view, duration, cpu_share)
+    if woken:
+        return ThreadState("blocked", woken, numbers)
     if n and (share("R") >= RUNNING_SHARE or cpu_share >= BUSY_CPU_SHARE):
         # A thread that hands work back and forth (the training loop and the autograd engine)
         # is caught asleep in half the samples; the kernel's CPU accounting says it computes.
@@ -117,6 +122,20 @@ def _top_wchan(view):
     return d_labels[0][0][2:] if d_labels else "?"
 
 
+def _woken_loop(view, duration, cpu_share):
+    """A thread caught runnable in the samples that got almost no CPU while sleeping and waking
+    many times a second is a timed wait in a loop (the GIL's 5 ms waits, a condition with a
+    timeout) on a busy machine, not a computing or CPU-starved thread."""
+    ctx = view.thread.get("ctx") or {}
+    if not ctx or not duration or view.cpu_seconds is None or cpu_share >= WOKEN_CPU_SHARE:
+        return None
+    rate = ctx.get("voluntary", 0) / duration
+    if rate < WOKEN_RATE or ctx.get("involuntary", 0) > ctx.get("voluntary", 0):
+        return None
+    return "woken and put back to sleep %.0f times a second with %.2f s of CPU in %.1f s: a timed wait " \
+           "in a loop" % (rate, view.cpu_seconds, duration)
+
+
 def _on_cpu(view, kernel, duration, numbers, gpu_devices, gpus):
     cpu = ((kernel.get("cgroup") or {}).get("cpu")) or {}
     throttled_s = (cpu.get("throttled_ns") or 0) / 1e9
@@ -131,7 +150,9 @@ def _on_cpu(view, kernel, duration, numbers, gpu_devices, gpus):
                            numbers, progressing=True)
     sched = view.thread.get("sched") or {}
     run, wait = sched.get("run_ns", 0) / 1e9, sched.get("wait_ns", 0) / 1e9
-    if duration and wait >= THROTTLED_SHARE * duration and wait >= CONTENDED * run:
+    ctx = view.thread.get("ctx") or {}
+    if duration and wait >= THROTTLED_SHARE * duration and wait >= CONTENDED * run \
+            and ctx.get("involuntary", 1) >= ctx.get("voluntary", 0):
         return ThreadState("throttled", "runnable but waiting for a CPU: %.2f s on CPU and %.2f s waiting for one "
                            "in %.1f s (the CPUs are oversubscribed)" % (run, wait, duration), numbers, progressing=True)
     spin = _spin_target(view, duration, gpu_devices, gpus)
