@@ -259,7 +259,7 @@ class ThreadSampler:
         for thread in record.threads.values():
             self._release(thread)
 
-    def _read(self, pid, thread, name):
+    def _read(self, pid, thread, name, empty_ok=False):
         """Text of /proc/PID/task/TID/<name> through an fd kept open for the thread."""
         fd = thread.held.get(name)
         path = procfs.task_dir(pid, thread.tid) + "/" + name
@@ -279,10 +279,29 @@ class ThreadSampler:
         except OSError as exc:
             self._release(thread, name)
             procfs._fail(exc, path)
-        if not data:      # the thread is gone (its tid may live on in another thread)
+        if not data and not empty_ok:   # the thread is gone (its tid may live on in another thread)
             self._release(thread, name)
             raise procfs.ProcessGone(path)
         return data.decode("utf-8", "replace")
+
+    def children(self, pid):
+        """Direct children of a watched process, from the children file of each thread the
+        last tick saw (held open like the others); None where the kernel has no such files."""
+        key = self.live.get(pid)
+        record = self.records[key] if key else None
+        if record is None or not record.threads:
+            return procfs.children(pid)
+        kids = []
+        for thread in list(record.threads.values()):
+            if thread.last_seen != record.last_seen:
+                continue   # not seen at the last tick: ended
+            try:
+                kids.extend(int(c) for c in self._read(pid, thread, "children", empty_ok=True).split())
+            except procfs.ProcessGone:
+                continue
+            except procfs.ProcfsError:
+                return procfs.children(pid)
+        return kids
 
     def _release(self, thread, name=None):
         for key in [name] if name else list(thread.held):
