@@ -137,7 +137,9 @@ class Inspection:
         finally:
             exact = self._stop_exact_counts(counter)
             sampler.finish()
-            profiles, frames = stacks.stop()
+            # py-spy's grace counts from the window's end, so finish() above overlaps it
+            past_end = max(0.0, time.monotonic() - t0 - self.duration) if self.duration else 0.0
+            profiles, frames = stacks.stop(grace=max(0.0, stacks.STOP_GRACE_S - past_end))
             gpu.stop()
         elapsed = time.monotonic() - t0
         local_values = {}
