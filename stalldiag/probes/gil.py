@@ -9,6 +9,7 @@ interpreter's own state).  Processes that do not show the pattern cost nothing.
 """
 import json
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 from .. import procfs
 from ..helpers import die_with_parent
@@ -18,6 +19,8 @@ from .stacks import find_pyspy
 from .thread_ids import ThreadIdMap
 
 MIN_SHARE = 0.5     # of a thread's /proc samples: in futex (the waiter), running (the other)
+WAITER_CPU = 0.1    # a GIL-starved thread gets almost no CPU: at most this share of the window
+MAX_DUMPS = 16      # processes asked at most, 8 at a time: a large tree costs one round, not one per process
 
 
 def _most_common_stack(stacks):
@@ -27,13 +30,29 @@ def _most_common_stack(stacks):
     return list(max(counts, key=counts.get)) if counts else []
 
 
+def _cpu_share(thread):
+    span = thread.last_seen - thread.first_seen
+    cpu = (thread.cpu_last - thread.cpu_first) / procfs.CLK_TCK if thread.cpu_first is not None else 0
+    return cpu / span if span > 0 else None
+
+
 def _running(thread):
     samples = thread.samples
     if samples and sum(1 for s in samples if s[1] == "R") / len(samples) >= MIN_SHARE:
         return True
-    span = thread.last_seen - thread.first_seen
-    cpu = (thread.cpu_last - thread.cpu_first) / procfs.CLK_TCK if thread.cpu_first is not None else 0
-    return span > 0 and cpu >= MIN_SHARE * span
+    share = _cpu_share(thread)
+    return share is not None and share >= MIN_SHARE
+
+
+def _starving(thread):
+    """In futex most of the window, or caught runnable between its 5 ms timed waits, with
+    almost no CPU either way."""
+    share = _cpu_share(thread)
+    if share is not None and share > WAITER_CPU:
+        return False
+    futex = syscall_share(thread.samples, ("futex",))
+    asleep = [s for s in thread.samples if s[1] != "R"]
+    return futex >= MIN_SHARE or bool(asleep) and sum(1 for s in asleep if s[2] == "futex") == len(asleep)
 
 
 def candidates(records, profiles, frames):
@@ -44,12 +63,12 @@ def candidates(records, profiles, frames):
         waiting, running = [], []
         for tid, thread in record.threads.items():
             profile = profiles.get((record.pid, tid))
-            if profile and _running(thread):   # a thread with no Python state (OpenMP) cannot be it
-                running.append(tid)
-            elif profile and syscall_share(thread.samples, ("futex",)) >= MIN_SHARE:
+            if profile and _starving(thread):
                 stack = _most_common_stack(profile["stacks"])
                 if stack and not frame_table.match_stack([frames[i] for i in stack]):
                     waiting.append(tid)
+            elif profile and _running(thread):   # a thread with no Python state (OpenMP) cannot be it
+                running.append(tid)
         if waiting and any(t not in waiting for t in running):
             found[record.pid] = waiting
     return found
@@ -84,8 +103,11 @@ def resolve(records, profiles, frames):
     if not found:
         return None
     out = {}
-    for pid, waiting in sorted(found.items()):
-        holder, error = gil_holder(pid)
+    asked = sorted(found.items())[:MAX_DUMPS]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = dict(zip([pid for pid, _w in asked], pool.map(gil_holder, [pid for pid, _w in asked])))
+    for pid, waiting in asked:
+        holder, error = answers[pid]
         if holder in waiting:
             continue   # the futex-waiting thread owns the GIL itself: a wait inside C code, not the GIL
         entry = {"holder_tid": holder, "waiting_tids": sorted(waiting), "how": "py-spy dump owns_gil"}
