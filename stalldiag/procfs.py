@@ -36,6 +36,11 @@ def _fail(exc, path):
     raise ProcfsError("%s: %s" % (path, exc)) from None
 
 
+# Per-process and per-thread files the kernel writes in one go.
+ONE_READ_FILES = ("/stat", "/status", "/syscall", "/wchan", "/schedstat", "/io", "/comm", "/children",
+                  "/cpu.stat", "freezer.state", "cgroup.events", "cpu.max", "cpu.cfs_quota_us", "cpu.cfs_period_us")
+
+
 def read_text(path):
     # os.open/os.read: half the cost of open() for the thousands of small
     # /proc files read every second on a large tree.
@@ -50,8 +55,10 @@ def read_text(path):
             if not chunk:
                 break
             chunks.append(chunk)
-            if len(chunk) < 4096 and not path.endswith(("maps", "environ", "cmdline")):
-                break     # small /proc files come whole in one read
+            if len(chunk) < 4096 and path.endswith(ONE_READ_FILES):
+                break     # these small /proc files come whole in one read
+            # Others (net/tcp, net/unix, locks, mountinfo...) come a page of whole records per
+            # read, often under 4096 bytes: stopping early lost every socket after the ~27th.
         return b"".join(chunks).decode("utf-8", "replace")
     except OSError as exc:
         _fail(exc, path)
