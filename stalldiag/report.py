@@ -66,9 +66,7 @@ def build_report(capture):
     return {
         "schema_version": capture.get("schema_version"),
         "tool": capture.get("tool"),
-        "window": {"start": window.get("start"), "duration_s": window.get("duration_s"),
-                   "samples": window.get("samples"), "rate_hz": window.get("rate_hz"),
-                   "interrupted": window.get("interrupted")},
+        "window": _window(capture),
         "verdict": result["verdict"],
         "chain": result["chain"],
         "chain_text": result["chain_text"],
@@ -133,7 +131,6 @@ def build_report_or_fallback(capture):
 
 def fallback_report(capture):
     """The report's shape from the capture alone: no verdict, no finding, raw process data."""
-    window = capture.get("window") or {}
     gpu = capture.get("gpu") or {}
     processes = []
     for proc in capture.get("processes") or []:
@@ -152,9 +149,7 @@ def fallback_report(capture):
     return {
         "schema_version": capture.get("schema_version"),
         "tool": capture.get("tool"),
-        "window": {"start": window.get("start"), "duration_s": window.get("duration_s"),
-                   "samples": window.get("samples"), "rate_hz": window.get("rate_hz"),
-                   "interrupted": window.get("interrupted")},
+        "window": _window(capture),
         "verdict": {"category": "unknown", "summary": "No diagnosis: stalldiag's diagnosis failed on this "
                     "capture (see Not observed); the raw samples are kept in the JSON report",
                     "pid": None, "tid": None, "confidence": None, "evidence": []},
@@ -228,3 +223,8 @@ def _files(proc):
                 "delta": entry.get("delta")}
     return {"read": [brief(e) for e in read], "written": [brief(e) for e in written],
             "opened": [brief(e) for e in opened]}
+
+
+def _window(capture):
+    window = capture.get("window") or {}
+    return {key: window.get(key) for key in ("start", "duration_s", "samples", "rate_hz", "interrupted")}
