@@ -12,12 +12,11 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
 from conftest import inspect_json, process_of, thread_named
-from test_heldout import children_of, free_port, kill_pids, said, summary_and_evidence, wait_for
+from test_heldout import children_of, free_port, kill_pids, summary_and_evidence, wait_for
 
 pytestmark = pytest.mark.heldout
 
@@ -123,7 +122,6 @@ def test_semaphore_slot_leaked_by_a_dead_worker_blocks_the_loop(launch):
     assert "futex" in wchan(w.pid), wchan(w.pid)
     report = inspect_json(w.pid, duration=3)
     verdict = report["verdict"]
-    text = summary_and_evidence(report)
     assert verdict["category"] == "locks", verdict["summary"]
     assert re.search(r"(no (live )?thread|holder .*(gone|exit|dead)|never be released|semaphore|acquire)",
                      verdict["summary"], re.I), verdict["summary"]
