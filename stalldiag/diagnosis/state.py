@@ -150,9 +150,8 @@ def _on_cpu(view, kernel, duration, numbers, gpu_devices, gpus):
                            numbers, progressing=True)
     sched = view.thread.get("sched") or {}
     run, wait = sched.get("run_ns", 0) / 1e9, sched.get("wait_ns", 0) / 1e9
-    ctx = view.thread.get("ctx") or {}
-    if duration and wait >= THROTTLED_SHARE * duration and wait >= CONTENDED * run \
-            and ctx.get("involuntary", 1) >= ctx.get("voluntary", 0):
+    # (A thread that only wakes to go back to sleep was taken out by _woken_loop before this.)
+    if duration and wait >= THROTTLED_SHARE * duration and wait >= CONTENDED * run:
         return ThreadState("throttled", "runnable but waiting for a CPU: %.2f s on CPU and %.2f s waiting for one "
                            "in %.1f s (the CPUs are oversubscribed)" % (run, wait, duration), numbers, progressing=True)
     spin = _spin_target(view, duration, gpu_devices, gpus)
