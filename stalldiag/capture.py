@@ -27,6 +27,8 @@ Layout (schema_version 1):
                                      waiter_pids, dev_inode, path, holder_in_tree.  A holder outside
                                      the tree is sampled too: processes[] with role_hint "lock-holder"
                                      and outside_tree true
+  joins[]                            threads blocked in Thread.join: pid, tid, the joined Thread
+                                     object's address and its tid (matched through py-spy --locals)
   file_waits[]                       threads polling for a lock/marker file in a sleep loop: pid, tid,
                                      path, library, exists, mtime, age_s, size, flock_holders, open_by
   gil                                {pid: {holder_tid, waiting_tids, how}} for processes where a
@@ -43,7 +45,7 @@ SCHEMA_VERSION = 1
 
 def build(tool_version, host, request, window, records, profiles, frames, stack_failures,
           gpu, skipped_children, limitations, unix_peers=None, exact=None, local_values=None,
-          thread_matching=None, locks=None, file_waits=None, gil=None, stack_rates=None):
+          thread_matching=None, locks=None, file_waits=None, gil=None, stack_rates=None, joins=None):
     stack_table = []
     stack_index = {}
     processes = []
@@ -110,6 +112,7 @@ def build(tool_version, host, request, window, records, profiles, frames, stack_
         "exact_syscalls": exact,
         "locks": locks,
         "file_waits": file_waits,
+        "joins": joins,
         "gil": gil,
         "limitations": limitations,
         # the target's own syscalls or stacks were refused: the verdict stands on less

@@ -13,7 +13,7 @@ import sys
 import time
 
 from . import __version__, capture, fds, procfs, sources, targets
-from .probes import file_waits, gil
+from .probes import file_waits, gil, joins
 from .probes.gpu import GpuProbe
 from .probes.locks import LockWatch
 from .probes.pipe_peers import PipePeers
@@ -276,7 +276,8 @@ class Inspection:
         live = [r for r in sampler.records.values() if r.exited_at is None]
         return {"locks": self.lock_watch.entries(inspected, in_tree),
                 "file_waits": file_waits.resolve(live, profiles, frames),
-                "gil": gil.resolve(live, profiles, frames)}
+                "gil": gil.resolve(live, profiles, frames),
+                "joins": joins.resolve(live, profiles, frames)}
 
     def _sample_stacks_of(self, stacks, record):
         if record.exited_at is None and capture.looks_like_python(record.pid, record.static.get("exe")) is not False:

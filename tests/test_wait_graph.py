@@ -198,3 +198,21 @@ def test_queue_wait_whose_producer_died_says_nobody_is_left(launch):
     assert verdict["category"] == "locks" and verdict["tid"] == w.pid
     assert "no other Python thread is alive" in verdict["summary"]
     assert verdict["progress"]["state"] == "no progress seen"
+
+
+def test_joins_are_followed_to_the_thread_that_does_not_end(launch):
+    w = launch("join_chain.py", "chain")
+    report = inspect_json(w.pid, duration=2)
+    names = {t["tid"]: t["name"] for t in process_of(report, w.pid)["threads"]}
+    assert [names[step["tid"]] for step in report["chain"]] == ["MainThread", "uploader", "compressor"]
+    assert report["verdict"]["category"] == "sleep"
+
+
+def test_three_threads_joining_in_a_ring_is_a_deadlock(launch):
+    w = launch("join_chain.py", "ring")
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks"
+    assert "join deadlock" in verdict["summary"].lower()
+    assert all("'%s'" % name in verdict["summary"] for name in ("a", "b", "c"))
+    assert verdict["progress"]["state"] == "no progress seen"

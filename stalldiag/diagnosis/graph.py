@@ -119,6 +119,7 @@ class WaitGraph:
         self.gil = {int(pid): info for pid, info in (capture.get("gil") or {}).items()}
         self.file_locks = capture.get("locks") or []
         self.file_waits = {(w.get("pid"), w.get("tid")): w for w in capture.get("file_waits") or []}
+        self.joins = {(j.get("pid"), j.get("tid")): j for j in capture.get("joins") or []}
         self.edge_notes = {}   # (pid, tid) of a chain step -> why the walk went there
         self.window_samples = max([v.n_samples for v in self.views] + [0])
         self.unix_peers = {int(k): v for k, v in (capture.get("unix_peers") or {}).items()}
@@ -160,6 +161,24 @@ class WaitGraph:
         return best
 
     # --- edges -------------------------------------------------------------------
+
+    def joined_thread(self, view, seen):
+        """Thread.join: the joined thread itself (py-spy's locals name it); joins that come back
+        to a thread already on the walk are a deadlock."""
+        join = self.joins.get((view.pid, view.tid))
+        target = next((v for v in self.by_pid.get(view.pid, []) if join and v.tid == join.get("target_tid")), None)
+        if target is None:
+            return self.waited_thread(view, seen)
+        if (target.pid, target.tid) in seen:
+            members = [(v.pid, v.tid) for v in self.chain]
+            if (target.pid, target.tid) in members:
+                cycle = self.chain[members.index((target.pid, target.tid)):]
+                self.findings.append(finding(
+                    "deadlock", "join deadlock: %s; each waits for the next to exit, and none can" % "; ".join(
+                        "%s joins %s" % (v.label, nxt.label) for v, nxt in zip(cycle, cycle[1:] + [target])), view))
+            return None
+        self.edge_notes[(target.pid, target.tid)] = "joined by %s" % view.label
+        return target
 
     def waited_thread(self, view, seen):
         """The thread a lock/queue/join waiter most likely waits on."""
@@ -499,7 +518,7 @@ class WaitGraph:
 
     NEXT = {
         "lock": waited_thread,
-        "thread-join": waited_thread,
+        "thread-join": joined_thread,
         "queue-get": waited_thread,
         "queue-put": waited_thread,
         "condition": waited_thread,
