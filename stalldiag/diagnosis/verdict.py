@@ -149,6 +149,9 @@ def _python_lock_wait(waiter, holder):
 
 def summary_of(d, category, focus, culprit):
     head = SUMMARY[category]
+    if category == "sleep" and culprit is not focus:
+        # not idle by design when someone waits on it: a retry or back-off loop holds the run up
+        head = "Waiting on a thread that sleeps (a retry or back-off loop?)"
     deadlock = next((f for f in d.findings if f["kind"] == "deadlock"), None)
     if deadlock:
         return deadlock["summary"][0].upper() + deadlock["summary"][1:]
