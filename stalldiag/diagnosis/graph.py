@@ -496,14 +496,34 @@ class WaitGraph:
         return self.outlier_rank(view, seen)
 
     def compiling_child(self, view, seen):
-        """A compiling thread that waits on gcc/ptxas or the compile workers: show the busiest."""
+        """A compiling thread that waits on gcc/ptxas or its compile workers is still the one
+        compiling: the compiler is its tool, named in the evidence, not the end of the walk
+        (in a distributed job the rank that compiles is what holds the others up)."""
         if view.kernel_kind not in ("child", "poll", "pipe", "lock", "ipc", "sleep"):
             return None
+        mine = set(self.descendants(view.pid))
         kids = [p for p in self.procs.values() if self.roles.get(p["pid"]) in ("compiler", "compile-worker")
-                and p.get("exited_at") is None]
+                and p.get("exited_at") is None and p["pid"] in mine]
         busy = [self.most_telling_thread(p["pid"], seen) for p in kids]
         busy = [t for t in busy if t is not None and t.kind == "cpu" and t.share >= 0.3]
-        return max(busy, key=lambda v: v.share) if busy else None
+        if busy:
+            tool = max(busy, key=lambda v: v.share)
+            view.compiler = tool
+            self.findings.append(finding("compiler-busy", "%s compiles through %s (%s), on CPU %d%% of the window" % (
+                view.label, _proc_text(self.procs.get(tool.pid), tool.pid), self.roles.get(tool.pid), round(100 * tool.share)),
+                tool))
+        return None
+
+    def descendants(self, pid):
+        children = {}
+        for proc in self.procs.values():
+            children.setdefault(proc.get("ppid"), []).append(proc["pid"])
+        out, todo = [], list(children.get(pid, []))
+        while todo:
+            child = todo.pop()
+            out.append(child)
+            todo.extend(children.get(child, []))
+        return out
 
     def busier_thread(self, view, seen):
         """An idle focus thread hands over to a thread that is doing something."""

@@ -326,8 +326,14 @@ def _doing(view):
     words = {"cpu": "computing", "sleep": "sleeping", "io": "doing storage I/O", "network": "waiting on the network",
              "lock": "blocked on a lock", "child": "waiting on its own child", "poll": "idle in poll",
              "tty": "waiting for someone to type on its terminal (an interactive prompt)",
-             "pipe": "blocked on a pipe", "ipc": "waiting for a message from another process"}
-    return "%s (%s)" % (words.get(view.kind, view.kind), residency_text(view, 2))
+             "pipe": "blocked on a pipe", "ipc": "waiting for a message from another process",
+             "compile": "compiling"}
+    text = "%s (%s)" % (words.get(view.kind, view.kind), residency_text(view, 2))
+    tool = getattr(view, "compiler", None)
+    if tool is not None:
+        text += ", through its compiler %s (pid %d, on CPU %d%%)" % (tool.comm or tool.name, tool.pid,
+                                                                  round(100 * tool.share))
+    return text
 
 
 def confidence_of(d, focus, culprit):

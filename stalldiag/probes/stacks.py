@@ -303,7 +303,11 @@ class StackProbe:
             # machine): one non-blocking snapshot still gives the stacks, unless py-spy
             # already said why it cannot.
             failure = explain_failure(stderr)
-            if pid in self.late or failure[0] not in ("not-python", "unsupported-python", "permission", "gone"):
+            # "gone" is read from py-spy's words ("No such file or directory" has other causes):
+            # trust it only if the process really is gone.
+            really_gone = failure[0] == "gone" and not os.path.exists("/proc/%d" % pid)
+            if pid in self.late or failure[0] not in ("not-python", "unsupported-python", "permission", "gone") \
+                    or failure[0] == "gone" and not really_gone:
                 retry.append(pid)
             self.failures[pid] = failure
         retry.extend(self._unstarted)
