@@ -17,7 +17,7 @@ import time
 
 from . import procfs, targets
 from .capture import looks_like_python
-from .probes.stacks import find_pyspy
+from .probes.stacks import find_pyspy, pyspy_dump
 
 MAX_DUMPS = 4
 CPU_PROGRESS_S = 0.05      # CPU seconds per check interval that count as work
@@ -75,22 +75,16 @@ def stack_signature(pids):
     binary = find_pyspy()
     if binary is None:
         return None
-    import json
     signature = []
     dumped = 0
     for pid in pids:
         if dumped >= MAX_DUMPS or looks_like_python(pid, None) is False:
             continue
         dumped += 1
-        try:
-            out = subprocess.run([binary, "dump", "--pid", str(pid), "--json", "--nonblocking"],
-                                 capture_output=True, text=True, timeout=20).stdout
-            for thread in json.loads(out):
-                frames = thread.get("frames") or []
-                signature.append((pid, thread.get("os_thread_id"),
-                                  tuple((f.get("name"), f.get("line")) for f in frames[:3])))
-        except (OSError, subprocess.SubprocessError, ValueError):
-            continue
+        for thread in pyspy_dump(pid, binary=binary) or []:
+            frames = thread.get("frames") or []
+            signature.append((pid, thread.get("os_thread_id"),
+                              tuple((f.get("name"), f.get("line")) for f in frames[:3])))
     return sorted(signature, key=repr)
 
 

@@ -9,16 +9,13 @@ reads the path, and the file is then checked: does it exist, how old is it, does
 any live process on the host hold a lock on it or have it open.  Threads that do
 not qualify cost nothing.
 """
-import json
 import os
-import subprocess
 import time
 from collections import Counter
 
-from ..helpers import die_with_parent
 from ..knowledge import frames as frame_table
 from . import locks
-from .stacks import find_pyspy
+from .stacks import dumped_tid, pyspy_dump
 from .thread_ids import ThreadIdMap
 
 SLEEP_SYSCALLS = ("clock_nanosleep", "nanosleep", "select", "pselect6")
@@ -70,23 +67,12 @@ def candidates(records, profiles, frames):
 
 def dump_locals(pid):
     """{tid: [{"function", "file", "locals": {name: repr}}, ...] leaf first} from one py-spy dump."""
-    binary = find_pyspy()
-    if binary is None:
-        return {}
-    try:
-        out = subprocess.run([binary, "dump", "--pid", str(pid), "--locals", "--json", "--nonblocking"],
-                             capture_output=True, text=True, timeout=20, preexec_fn=die_with_parent).stdout
-        threads = json.loads(out)
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return {}
     found, ids = {}, ThreadIdMap()
-    for thread in threads:
-        tid = thread.get("os_thread_id")
-        if tid is None and thread.get("thread_id"):
-            tid = ids.resolve(pid, [thread["thread_id"]])[0].get(thread["thread_id"])
-        found[tid] = [{"function": f.get("name"), "file": f.get("filename") or "",
-                       "locals": {str(l.get("name")): str(l.get("repr")) for l in f.get("locals") or []}}
-                      for f in thread.get("frames") or []]
+    for thread in pyspy_dump(pid, with_locals=True) or []:
+        found[dumped_tid(pid, thread, ids)] = [
+            {"function": f.get("name"), "file": f.get("filename") or "",
+             "locals": {str(l.get("name")): str(l.get("repr")) for l in f.get("locals") or []}}
+            for f in thread.get("frames") or []]
     return found
 
 

@@ -7,15 +7,12 @@ for a process that shows both at once, one `py-spy dump --json --nonblocking` at
 end of the window reads which thread owns the GIL ("owns_gil", from the
 interpreter's own state).  Processes that do not show the pattern cost nothing.
 """
-import json
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import procfs
-from ..helpers import die_with_parent
 from ..knowledge import frames as frame_table
 from .file_waits import syscall_share
-from .stacks import find_pyspy
+from .stacks import dumped_tid, find_pyspy, pyspy_dump
 from .thread_ids import ThreadIdMap
 
 MIN_SHARE = 0.5     # of a thread's /proc samples: in futex (the waiter), running (the other)
@@ -76,23 +73,14 @@ def candidates(records, profiles, frames):
 
 def gil_holder(pid):
     """The kernel tid owning the GIL per one non-blocking py-spy dump; (tid or None, error or None)."""
-    binary = find_pyspy()
-    if binary is None:
+    if find_pyspy() is None:
         return None, "py-spy not found"
-    try:
-        proc = subprocess.run([binary, "dump", "--pid", str(pid), "--json", "--nonblocking"],
-                              capture_output=True, text=True, timeout=20, preexec_fn=die_with_parent)
-        threads = json.loads(proc.stdout) if proc.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError, ValueError):
-        threads = None
+    threads = pyspy_dump(pid)
     if threads is None:
         return None, "py-spy dump failed"
     for thread in threads:
         if thread.get("owns_gil"):
-            tid = thread.get("os_thread_id")
-            if tid is None and thread.get("thread_id"):
-                tid = ThreadIdMap().resolve(pid, [thread["thread_id"]])[0].get(thread["thread_id"])
-            return tid, None
+            return dumped_tid(pid, thread, ThreadIdMap()), None
     return None, None
 
 

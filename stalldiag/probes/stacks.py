@@ -62,6 +62,28 @@ def spawn(argv, **kwargs):
     return subprocess.Popen(argv, preexec_fn=die_with_parent, **kwargs)
 
 
+def pyspy_dump(pid, with_locals=False, binary=None):
+    """The threads of one `py-spy dump --json --nonblocking` of pid (py-spy's JSON), or None."""
+    binary = binary or find_pyspy()
+    if binary is None:
+        return None
+    argv = [binary, "dump", "--pid", str(pid), "--json", "--nonblocking"] + (["--locals"] if with_locals else [])
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=20, preexec_fn=die_with_parent)
+        return json.loads(out.stdout) if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
+def dumped_tid(pid, thread, ids):
+    """The kernel tid of a thread in py-spy's dump: its os_thread_id, or (Python < 3.11)
+    its pthread id mapped through ids (a ThreadIdMap); None if it cannot be matched."""
+    tid = thread.get("os_thread_id")
+    if tid is None and thread.get("thread_id"):
+        tid = ids.resolve(pid, [thread["thread_id"]])[0].get(thread["thread_id"])
+    return tid
+
+
 def pyspy_version(binary):
     try:
         out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout
@@ -206,14 +228,13 @@ class StackProbe:
 
     def _snapshot(self, pid, output=None):
         """One `py-spy dump --json --nonblocking` of pid (or its output), in parse_speedscope's shape."""
-        try:
-            if output is None:
-                out = subprocess.run([self.binary, "dump", "--pid", str(pid), "--json", "--nonblocking"],
-                                     capture_output=True, text=True, timeout=20, preexec_fn=die_with_parent)
-                output = out.stdout if out.returncode == 0 else ""
-            threads = json.loads(output) if output else []
-        except (OSError, subprocess.SubprocessError, ValueError):
-            return {}, []
+        if output is None:
+            threads = pyspy_dump(pid, binary=self.binary) or []
+        else:
+            try:
+                threads = json.loads(output) if output else []
+            except ValueError:
+                return {}, []
         frames, index, profiles = [], {}, {}
         for thread in threads:
             stack = [intern_row(frames, index, [f.get("name") or "?", f.get("filename") or "", f.get("line") or 0])
@@ -387,19 +408,10 @@ def dump_locals(pids):
     name looks secret is masked whatever its value.
     """
     from ..redact import MASK, _looks_secret, redact_text
-    binary = find_pyspy()
     found = {}
     ids = ThreadIdMap()
-    if binary is None:
-        return found
     for pid in list(pids)[:LOCALS_PROCESSES]:
-        try:
-            out = subprocess.run([binary, "dump", "--pid", str(pid), "--locals", "--json", "--nonblocking"],
-                                 capture_output=True, text=True, timeout=20).stdout
-            threads = json.loads(out)
-        except (OSError, subprocess.SubprocessError, ValueError):
-            continue
-        for thread in threads:
+        for thread in pyspy_dump(pid, with_locals=True) or []:
             frames = []
             for frame in (thread.get("frames") or [])[:LOCALS_FRAMES]:
                 values = {}
@@ -408,9 +420,7 @@ def dump_locals(pids):
                     text = str(local.get("repr"))[:MAX_LOCAL_REPR]
                     values[name] = MASK if _looks_secret(name) else redact_text(text)
                 frames.append({"function": frame.get("name"), "line": frame.get("line"), "locals": values})
-            tid = thread.get("os_thread_id")
-            if tid is None and thread.get("thread_id"):
-                tid = ids.resolve(pid, [thread["thread_id"]])[0].get(thread["thread_id"])
+            tid = dumped_tid(pid, thread, ids)
             if tid is not None:
                 found[(pid, tid)] = frames
     return found
