@@ -12,7 +12,7 @@ evidence.py and progress.py add the numbers and findings around the verdict.
 from .evidence import framework_evidence, general_findings, gpu_evidence, process_evidence
 from .explain import describe_thread, detail_text, frame_text, process_text  # noqa: F401  (renderers import these)
 from .graph import WaitGraph, finding
-from .verdict import CATEGORIES, choose_category, confidence_of, summary_of, walk  # noqa: F401
+from .verdict import CATEGORIES, choose_category, confidence_of, halted_phrase, summary_of, walk  # noqa: F401
 
 
 def diagnose(capture):
@@ -90,9 +90,8 @@ def _halted_blockers(d):
         if pid in done or thread is None or not d.halted(thread):
             continue
         done.add(pid)
-        from .verdict import _halted_phrase
         out.append("%s (pid %d) is %s: the job cannot progress until it runs again" % (
-            d.roles.get(pid) or "process", pid, _halted_phrase(d, thread)))
+            d.roles.get(pid) or "process", pid, halted_phrase(d, thread)))
     return out
 
 

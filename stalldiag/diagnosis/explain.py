@@ -68,6 +68,6 @@ def describe_thread(view):
     return "; ".join(parts)
 
 
-def process_text(proc):
+def process_text(proc, limit=100):
     cmd = " ".join(proc.get("cmdline") or []) or proc.get("comm") or "?"
-    return "pid %d (%s)" % (proc["pid"], " ".join(cmd.split())[:100])
+    return "pid %d (%s)" % (proc["pid"], " ".join(cmd.split())[:limit])

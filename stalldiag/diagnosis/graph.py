@@ -13,6 +13,7 @@ from collections import Counter
 
 from ..knowledge.processes import match_process
 from ..redact import RANK_VARS, first_var
+from .explain import frame_text, process_text
 from .gpu import device_summaries, devices_of
 from .state import classify, process_condition
 from .threads import THREAD_WAIT_KINDS, thread_views
@@ -291,7 +292,7 @@ class WaitGraph:
                 "held it, and that thread does not exist in the child, so nothing will ever release it"
                 % (view.label, what, view.pid, view.pid, parent["pid"]))
         if holder is not None:
-            text += "; in the parent, %s is inside it (%s)" % (holder.label, _frame_text(holder.user_frame()))
+            text += "; in the parent, %s is inside it (%s)" % (holder.label, (frame_text(holder.user_frame()) or "no Python frame"))
         self.findings.append(finding("lock-held-at-fork", text, view))
         view.held_at_fork = text
         return True
@@ -463,11 +464,15 @@ class WaitGraph:
     def _process_halted(self, pid):
         return process_condition(self.by_pid.get(pid, []), self.states) is not None
 
-    def halted(self, view):
-        """Stopped, traced or frozen: the thread, or every thread of its process."""
+    def halt_state(self, view):
+        """The ThreadState that holds view still (stopped, traced or frozen): its own, or the
+        one every thread of its process is in; None if it can move."""
         if view.state is not None and view.state.halted:
-            return True
-        return process_condition(self.by_pid.get(view.pid, []), self.states) is not None
+            return view.state
+        return process_condition(self.by_pid.get(view.pid, []), self.states)
+
+    def halted(self, view):
+        return self.halt_state(view) is not None
 
     def straggler_rank(self, view, seen):
         """The walk ended inside a rank whose GPU does little: a peer whose GPU does the work is
@@ -594,15 +599,7 @@ def _idle_helper(view):
 
 
 def _proc_text(proc, pid):
-    if not proc:
-        return "pid %d (not inspected)" % pid
-    cmd = " ".join(proc.get("cmdline") or []) or proc.get("comm") or "?"
-    return "pid %d (%s)" % (pid, " ".join(cmd.split())[:160])
-
-
-def _frame_text(frame):
-    from .explain import frame_text
-    return frame_text(frame) or "no Python frame"
+    return process_text(proc, limit=160) if proc else "pid %d (not inspected)" % pid
 
 
 def _rank_text(graph, pid):

@@ -164,7 +164,7 @@ def summary_of(d, category, focus, culprit):
         where = {1: "its stdout, a pipe", 2: "its stderr, a pipe"}.get(fd.get("fd"), "a pipe (%s)" % fd.get("target"))
         return ("Blocked writing output: %s waits to write to %s, and the process reading that pipe is not "
                 "draining it: %s is %s" % (writer.label, where, _proc_text(d, culprit.pid),
-                                          _halted_phrase(d, culprit) if d.halted(culprit) else _doing(culprit)))
+                                          halted_phrase(d, culprit) if d.halted(culprit) else _doing(culprit)))
     special = _mechanism(d, category, focus, culprit)
     if special:
         return "%s: %s" % (head, special)
@@ -206,10 +206,10 @@ def _mechanism(d, category, focus, culprit):
     role = lambda v: d.roles.get(v.pid) or "process"
     if d.halted(culprit) and culprit is not focus:
         how = _focus_wait(d, focus)
-        return "%s %s is %s; %s %s %s" % (role(culprit), _pid_text(culprit), _halted_phrase(d, culprit),
+        return "%s %s is %s; %s %s %s" % (role(culprit), _pid_text(culprit), halted_phrase(d, culprit),
                                           role(focus), _pid_text(focus), how)
     if d.halted(culprit):
-        return "%s is %s" % (culprit.label, _halted_phrase(d, culprit))
+        return "%s is %s" % (culprit.label, halted_phrase(d, culprit))
     fork = next((f for f in d.findings if f["kind"] in ("lock-held-at-fork", "orphaned-wait")), None)
     if fork:
         return fork["summary"]
@@ -292,12 +292,8 @@ def _pid_text(view):
     return "(pid %d)" % view.pid
 
 
-def _halted_phrase(d, view):
-    state = view.state
-    if state is not None and state.halted:
-        return state.phrase
-    from .state import process_condition
-    held = process_condition(d.by_pid.get(view.pid, []), d.states)
+def halted_phrase(d, view):
+    held = d.halt_state(view)
     return held.phrase if held else "stopped"
 
 
