@@ -128,10 +128,16 @@ def assess(capture, views, gpus, halted=()):
         evidence.append("%s did %.1f s of CPU work in %.1f s%s" % (
             view.label, view.cpu_seconds, duration, " (slowly: throttled)" if _throttled(view) else ""))
     for dev in gpus.values():
-        if dev.util is not None and dev.util >= GPU_WORK and not dev.looks_hung:
-            progress = True
-            evidence.append("GPU %d busy %.0f%%%s" % (dev.index, dev.util,
-                                                        ", SM %.0f%%" % dev.sm if dev.has_gpm else ""))
+        if dev.util is None or dev.util < GPU_WORK or dev.looks_hung:
+            continue
+        if dev.has_gpm and not dev.real_compute:
+            # Busy flag without SM or tensor work: an NCCL kernel waiting for a peer, or a spin.
+            evidence.append("GPU %d reads %.0f%% busy but only SM %.1f%%, tensor %.1f%%: waiting, not computing"
+                            % (dev.index, dev.util, dev.sm or 0, dev.tensor or 0))
+            continue
+        progress = True
+        evidence.append("GPU %d busy %.0f%%%s" % (dev.index, dev.util,
+                                                    ", SM %.0f%%" % dev.sm if dev.has_gpm else ""))
     if halted:
         progress = False
     state = "making progress" if progress else "no progress seen"
