@@ -21,6 +21,7 @@ from .probes.stacks import StackProbe
 from .probes.threads import ThreadSampler
 
 TREE_RESCAN_S = 0.5
+FULL_RESCAN_EVERY = 4   # rescans between reads of every thread's children file (see _rescan)
 # py-spy costs per process-sample (~1.3 ms for 12 threads, measured; its floor), so stack
 # rates follow what a process does: one busy since it started (>= BUSY_CPU_SHARE of a core)
 # gets the asked rate, within BUSY_STACK_SAMPLES_PER_S for the tree; an idle one sits in the
@@ -60,6 +61,7 @@ class Inspection:
         self.notice = notice or (lambda message: None)
         self.locals = locals_
         self._busy_stack_rate = self.stack_rate
+        self._rescans = 0
 
     def run(self):
         root_stat = targets.check_target(self.pid)
@@ -234,12 +236,14 @@ class Inspection:
         the threads already watched are read through held fds, and only new pids are
         looked up: ~0.5 ms for 8 processes x 12 threads, not 4 ms."""
         born = []
+        self._rescans += 1
+        full = self._rescans % FULL_RESCAN_EVERY == 1   # also catches orphans adopted by a subreaper
         queue = [pid for pid, key in sampler.live.items()
                  if sampler.records[key].role_hint not in ("lock-holder", "pipe-peer")]
         seen = set(queue)
         while queue:
             try:
-                kids = sampler.children(queue.pop())
+                kids = sampler.children(queue.pop(), full)
             except procfs.ProcfsError:
                 continue
             if kids is None:   # no children files in this kernel: the slow way

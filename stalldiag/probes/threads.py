@@ -24,6 +24,15 @@ TIMER_ABSTIME = 1
 # A blocked thread that has not run is repeated from its last sample, but read in full
 # at least every this many ticks (a thread woken and still waiting for a CPU shows then).
 FULL_READ_EVERY = 5
+# A thread found blocked and not run since, QUIET_CHECKS checks in a row, is read every
+# other tick, and after twice as many every MAX_SKIP + 1 ticks (schedstat still read at
+# each check: a wake-up is seen at the next one).  In a stalled job most threads sit in
+# one futex or read for the whole window: these reads were most of the /proc cost.
+QUIET_CHECKS = 5
+BLOCKED = ("S", "D")
+MAX_SKIP = 3
+# The task directory is listed when the thread count changes, or at least this often.
+RELIST_EVERY = 10
 # Open /proc files kept per thread and re-read with pread: 1.3-4 us a read instead of 7-10 us
 # for open+read+close (measured).  Within this share of the fd limit; beyond it, plain reads.
 HELD_FD_SHARE = 0.8
@@ -71,6 +80,9 @@ class ProcessRecord:
         self.status_first = self.status_last = None
         self.stat_first = self.stat_last = None
         self.kernel_first = self.kernel_last = None   # kernel_state snapshots (first/last only)
+        self.stat_fd = None        # /proc/PID/stat held open while sampled (ThreadSampler)
+        self.tids = None           # threads listed at the last listing, and ticks since
+        self.unlisted_ticks = 0
         self.role_hint = role_hint
         self.endpoints = {}
         self.files_start = None
@@ -185,16 +197,47 @@ class ProcessRecord:
 class ThreadRecord:
     def __init__(self, tid, name, t):
         self.tid = tid
-        self.name = name
+        self._name = name
         self.first_seen = t
         self.last_seen = t
         self.samples = []
         self.cpu_first = None
-        self.cpu_last = None
+        self._cpu_last = None
+        self.stat_raw = None     # the last /proc stat read, parsed only when asked for
         self.kernel_first = self.kernel_last = None   # schedstat + ctx switches, first/last sighting
         self.sched_text = None   # last /proc schedstat line: unchanged = has not run since
         self.stale = 0           # ticks repeated from the last full read
+        self.children_sched = None  # schedstat when its children file was last read, and
+        self.children_last = []     # what it listed then
+        self.quiet = 0           # checks in a row that found it blocked and not run since
+        self.skip = 0            # ticks left that repeat the last sample without a read
+        self.syscall_raw = None  # last /proc syscall line whose wait was resolved, and
+        self.syscall_seen = None  # its (syscall, detail index): a thread still in it costs no parse
         self.held = {}           # /proc file name -> fd kept open (see ThreadSampler._read)
+
+    def _parse_stat_raw(self):
+        if self.stat_raw is not None:
+            self._name, _state, self._cpu_last = _thread_stat(self.stat_raw)
+            self.stat_raw = None
+
+    @property
+    def cpu_last(self):
+        self._parse_stat_raw()
+        return self._cpu_last
+
+    @cpu_last.setter
+    def cpu_last(self, value):
+        self.stat_raw, self._cpu_last = None, value
+
+    @property
+    def name(self):
+        self._parse_stat_raw()
+        return self._name
+
+    @name.setter
+    def name(self, value):
+        self._parse_stat_raw()
+        self._name = value
 
     def to_dict(self):
         cpu = None
@@ -256,37 +299,42 @@ class ThreadSampler:
         if record.exited_at is None:
             record.exited_at = self.now()
         self.live.pop(key[0], None)
-        for thread in record.threads.values():
-            self._release(thread)
+        self._release_process(record)
 
     def _read(self, pid, thread, name, empty_ok=False):
         """Text of /proc/PID/task/TID/<name> through an fd kept open for the thread."""
-        fd = thread.held.get(name)
-        path = procfs.task_dir(pid, thread.tid) + "/" + name
-        if fd is None:
-            if self._fd_budget is None:
-                self._fd_budget = _fd_budget()
-            if self._held >= self._fd_budget:
-                return procfs.read_text(path)
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except OSError as exc:
-                procfs._fail(exc, path)
-            thread.held[name] = fd
-            self._held += 1
-        try:
-            data = os.pread(fd, 4096, 0)
-        except OSError as exc:
-            self._release(thread, name)
-            procfs._fail(exc, path)
-        if not data and not empty_ok:   # the thread is gone (its tid may live on in another thread)
-            self._release(thread, name)
-            raise procfs.ProcessGone(path)
-        return data.decode("utf-8", "replace")
+        return self._read_bytes(pid, thread, name, empty_ok).decode("utf-8", "replace")
 
-    def children(self, pid):
+    def _read_bytes(self, pid, thread, name, empty_ok=False):
+        fd = thread.held.get(name)
+        if fd is not None:   # the hot path: one pread, no path built
+            try:
+                data = os.pread(fd, 4096, 0)
+            except OSError as exc:
+                self._release(thread, name)
+                procfs._fail(exc, procfs.task_dir(pid, thread.tid) + "/" + name)
+            if data or empty_ok:
+                return data
+            self._release(thread, name)   # the thread is gone (its tid may live on in another thread)
+            raise procfs.ProcessGone(name)
+        path = procfs.task_dir(pid, thread.tid) + "/" + name
+        if self._fd_budget is None:
+            self._fd_budget = _fd_budget()
+        if self._held >= self._fd_budget:
+            return procfs.read_text(path).encode()
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError as exc:
+            procfs._fail(exc, path)
+        thread.held[name] = fd
+        self._held += 1
+        return self._read_bytes(pid, thread, name, empty_ok)
+
+    def children(self, pid, full=True):
         """Direct children of a watched process, from the children file of each thread the
-        last tick saw (held open like the others); None where the kernel has no such files."""
+        last tick saw (held open like the others); None where the kernel has no such files.
+        Unless full, a thread that has not run since its file was last read (schedstat
+        unchanged) cannot have forked since: its last answer is kept."""
         key = self.live.get(pid)
         record = self.records[key] if key else None
         if record is None or not record.threads:
@@ -295,13 +343,47 @@ class ThreadSampler:
         for thread in list(record.threads.values()):
             if thread.last_seen != record.last_seen:
                 continue   # not seen at the last tick: ended
+            if not full and thread.children_sched is not None and thread.children_sched == thread.sched_text:
+                kids.extend(thread.children_last)
+                continue
             try:
-                kids.extend(int(c) for c in self._read(pid, thread, "children", empty_ok=True).split())
+                found = [int(c) for c in self._read(pid, thread, "children", empty_ok=True).split()]
             except procfs.ProcessGone:
                 continue
             except procfs.ProcfsError:
                 return procfs.children(pid)
+            thread.children_sched, thread.children_last = thread.sched_text, found
+            kids.extend(found)
         return kids
+
+    def _read_process_stat(self, record):
+        """/proc/PID/stat through an fd held for the process (as _read does for threads)."""
+        if record.stat_fd is not None:
+            try:
+                data = os.pread(record.stat_fd, 4096, 0)
+                if data:
+                    return data.decode("utf-8", "replace")
+            except OSError:
+                pass
+            self._release_process(record)   # gone: the plain read below says how
+        text = procfs.read_text(procfs.task_dir(record.pid) + "/stat")
+        if self._fd_budget is None:
+            self._fd_budget = _fd_budget()
+        if self._held < self._fd_budget:
+            try:
+                record.stat_fd = os.open(procfs.task_dir(record.pid) + "/stat", os.O_RDONLY)
+                self._held += 1
+            except OSError:
+                pass
+        return text
+
+    def _release_process(self, record):
+        if record.stat_fd is not None:
+            os.close(record.stat_fd)
+            record.stat_fd = None
+            self._held -= 1
+        for thread in record.threads.values():
+            self._release(thread)
 
     def _release(self, thread, name=None):
         for key in [name] if name else list(thread.held):
@@ -325,8 +407,7 @@ class ThreadSampler:
         """Read closing counters of every live process."""
         self.cgroups.clear()
         for record in self.records.values():
-            for thread in record.threads.values():
-                self._release(thread)
+            self._release_process(record)
         scanned = {}   # directory scans shared by processes with the same root
         for pid, key in list(self.live.items()):
             try:
@@ -365,77 +446,136 @@ class ThreadSampler:
 
     def _sample_process(self, record, t):
         pid = record.pid
-        stat = procfs.stat(pid)
+        stat = procfs.parse_stat(self._read_process_stat(record))
         if stat["start_time"] != record.start_time:
             raise procfs.ProcessGone(pid)
         if stat["state"] in ("Z", "X"):
             raise procfs.ProcessGone(pid)
         record.last_seen = t
         record.stat_last = stat
-        tids = procfs.tids(pid)
-        for tid in tids:
-            try:
-                self._sample_thread(record, tid, t)
-            except procfs.ProcessGone:
-                continue  # the thread ended between listing and reading
-        if len(tids) < len(record.threads):
-            listed = set(tids)
-            for tid, thread in record.threads.items():
-                if tid not in listed and thread.held:
-                    self._release(thread)
-
-    def _sample_thread(self, record, tid, t):
-        pid = record.pid
-        thread = record.threads.get(tid)
-        if thread is not None and self._unchanged(record, thread, t):
-            return
-        if thread is None:
-            st = procfs.stat(pid, tid)
-            thread = ThreadRecord(tid, st["comm"], t)
-            record.threads[tid] = thread
+        tids = record.tids
+        # The task directory is listed again only when the thread count moved, a thread
+        # read came back gone (one ended, another may have started), or every RELIST_EVERY
+        # ticks: a listing costs more than reading a dozen held files.
+        if tids is None or stat["num_threads"] != len(tids) or record.unlisted_ticks >= RELIST_EVERY:
+            tids = record.tids = procfs.tids(pid)
+            record.unlisted_ticks = 0
+            if len(tids) < len(record.threads):
+                listed = set(tids)
+                for tid, thread in record.threads.items():
+                    if tid not in listed and thread.held:
+                        self._release(thread)
         else:
-            st = procfs.parse_stat(self._read(pid, thread, "stat"))
-        if thread.cpu_first is None:
-            thread.cpu_first = st["utime"] + st["stime"]
-            thread.kernel_first = kernel_state.thread_snapshot(pid, tid, record._error)
-        thread.last_seen = t
-        thread.cpu_last = st["utime"] + st["stime"]
-        thread.name = st["comm"]
-        state = st["state"]
-        syscall, detail, wchan = None, None, None
-        if state == "R":
-            syscall = "running"      # on a CPU or about to be: no syscall to read
-        elif "syscall" not in record.denied:
+            record.unlisted_ticks += 1
+        threads, pread, full_every = record.threads, os.pread, FULL_READ_EVERY - 1
+        for tid in tids:
+            # The common case inline (most of a tick's cost was Python, not /proc): a thread
+            # seen before, read through its held schedstat fd.  Anything else: _sample_thread.
+            thread = threads.get(tid)
+            checked = False
+            if thread is not None and thread.samples:
+                if thread.skip:
+                    thread.skip -= 1     # quiet for a while: this tick repeats its last sample unread
+                    thread.last_seen = t
+                    last = thread.samples[-1]
+                    thread.samples.append([t, last[1], last[2], last[3], last[4]])
+                    continue
+                fd = thread.held.get("schedstat")
+                try:
+                    sched = pread(fd, 256, 0) if fd is not None else None
+                except OSError:
+                    sched = None
+                if sched:
+                    checked = True
+                    if sched == thread.sched_text:
+                        last = thread.samples[-1]
+                        if last[1] in BLOCKED and thread.stale < full_every:
+                            self._repeat(thread, last, t)
+                            continue
+                    else:
+                        thread.quiet = 0
+                    thread.sched_text = sched
             try:
-                syscall, args = _parse_syscall(self._read(pid, thread, "syscall"))
-            except procfs.AccessDenied:
-                record.denied.add("syscall")
-                args = None
-            if syscall and syscall not in ("running", "nosyscall") and args is not None:
-                detail = self._wait_detail(record, tid, syscall, args)
-        if state == "D":
-            wchan = procfs.wchan(pid, tid)
-        thread.samples.append([t, state, syscall, detail, wchan])
-        thread.stale = 0
+                self._sample_thread(record, tid, t, checked)
+            except procfs.ProcessGone:
+                record.tids = None   # the thread ended between listing and reading
 
-    def _unchanged(self, record, thread, t):
+    @staticmethod
+    def _repeat(thread, last, t):
         """A thread blocked (S/D) at the last tick that has not run since (schedstat's run
         time, wait time and timeslices are all unchanged) is still in the same syscall with
         the same arguments: repeat that sample for one small read instead of stat + syscall
         (+ wchan).  Only S/D: a thread woken but not yet run would still read S here, so
         every FULL_READ_EVERY-th tick reads it in full anyway."""
-        last = thread.samples[-1] if thread.samples else None
+        thread.stale += 1
+        thread.quiet += 1
+        thread.skip = min(thread.quiet // QUIET_CHECKS, MAX_SKIP)
+        thread.last_seen = t
+        thread.samples.append([t, last[1], last[2], last[3], last[4]])
+
+    def _sample_thread(self, record, tid, t, checked=False):
+        """One thread's full sample (checked: its schedstat was read and moved this tick)."""
+        pid = record.pid
+        thread = record.threads.get(tid)
+        if thread is None:
+            st = procfs.stat(pid, tid)
+            thread = ThreadRecord(tid, st["comm"], t)
+            record.threads[tid] = thread
+            comm, state, cpu = st["comm"], st["state"], st["utime"] + st["stime"]
+        elif not checked and self._unchanged(record, thread, t):
+            return
+        else:
+            # Only the state is needed now; name and CPU are parsed from the last reading
+            # when asked for (ThreadRecord.cpu_last, .name).
+            raw = self._read_bytes(pid, thread, "stat")
+            thread.stat_raw = raw
+            state = chr(raw[raw.rindex(b")") + 2])
+            comm = cpu = None
+        if thread.cpu_first is None:
+            thread.cpu_first = cpu if cpu is not None else thread.cpu_last
+            thread.kernel_first = kernel_state.thread_snapshot(pid, tid, record._error)
+        thread.last_seen = t
+        if cpu is not None:
+            thread.cpu_last, thread.name = cpu, comm
+        syscall, detail, wchan = None, None, None
+        if state == "R":
+            syscall = "running"      # on a CPU or about to be: no syscall to read
+        elif "syscall" not in record.denied:
+            try:
+                raw = self._read_bytes(pid, thread, "syscall")
+            except procfs.AccessDenied:
+                record.denied.add("syscall")
+                raw = None
+            if raw is not None and raw == thread.syscall_raw:
+                syscall, detail = thread.syscall_seen   # the same call, arguments and all
+            elif raw is not None:
+                syscall, args = _parse_syscall(raw.decode())
+                if syscall and syscall not in ("running", "nosyscall") and args is not None:
+                    detail = self._wait_detail(record, tid, syscall, args)
+                    if detail is None or not _moves(record.details[detail]):
+                        thread.syscall_raw, thread.syscall_seen = raw, (syscall, detail)
+        if state == "D":
+            wchan = procfs.wchan(pid, tid)
+        thread.samples.append([t, state, syscall, detail, wchan])
+        thread.stale = 0
+        if state not in ("S", "D"):
+            thread.quiet = 0
+
+    def _unchanged(self, record, thread, t):
+        """_repeat the last sample if schedstat says the thread has not run since (the
+        first reading of a thread, opening the held fd, comes here)."""
         try:
-            sched = self._read(record.pid, thread, "schedstat")
+            sched = self._read_bytes(record.pid, thread, "schedstat")
         except procfs.AccessDenied:
             return False
         previous, thread.sched_text = thread.sched_text, sched
-        if (last is None or last[1] not in ("S", "D") or sched != previous
-                or thread.stale >= FULL_READ_EVERY - 1):
+        last = thread.samples[-1] if thread.samples else None
+        if sched != previous:
+            thread.quiet = 0
             return False
-        thread.stale += 1
-        thread.last_seen = t
-        thread.samples.append([t] + last[1:])
+        if last is None or last[1] not in BLOCKED or thread.stale >= FULL_READ_EVERY - 1:
+            return False
+        self._repeat(thread, last, t)
         return True
 
     def _wait_detail(self, record, tid, syscall, args):
@@ -453,6 +593,14 @@ class ThreadSampler:
         if not _moves(detail):
             self._wait_cache[cache_key] = index
         return index
+
+
+def _thread_stat(raw):
+    """(comm, state, utime + stime) from a thread's /proc stat: the fields each tick needs.
+    comm may hold spaces and parentheses, so the fields start after the last ')'."""
+    close = raw.rindex(b")")
+    rest = raw[close + 2:].split(None, 13)   # rest[0] is field 3 (state); utime, stime are 14, 15
+    return raw[raw.index(b"(") + 1:close].decode("utf-8", "replace"), rest[0].decode(), int(rest[11]) + int(rest[12])
 
 
 def _parse_syscall(text):
