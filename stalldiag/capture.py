@@ -133,6 +133,8 @@ def clean(value):
     written as UTF-8.  They become U+FFFD here, once, for every renderer.
     """
     if isinstance(value, str):
+        if len(value) <= MAX_STRING and value.isascii():
+            return value
         if len(value) > MAX_STRING:
             value = value[:MAX_STRING] + "...[%d chars cut]" % (len(value) - MAX_STRING)
         try:
@@ -143,8 +145,13 @@ def clean(value):
     if isinstance(value, dict):
         return {clean(k) if isinstance(k, str) else k: clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [clean(v) for v in value]
+        # the bulk of a capture is sample rows of numbers and short ASCII names: kept as they are
+        return [v if type(v) in _PLAIN or type(v) is str and len(v) <= MAX_STRING and v.isascii()
+                else clean(v) for v in value]
     return value
+
+
+_PLAIN = (int, float, bool, type(None))
 
 
 def _bounded_stack(stack, frames):

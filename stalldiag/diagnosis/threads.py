@@ -62,15 +62,16 @@ class ThreadView:
         self.detail_counts = Counter()
         self.states = Counter()
         self.state_syscalls = Counter()   # (state, syscall): tells a page fault (D, no syscall) from a read
-        for sample in samples:
-            _t, state, syscall, detail_index, wchan = (list(sample) + [None] * 5)[:5]
+        # a blocked thread repeats one sample all window: each distinct one is read once
+        distinct = Counter(tuple((list(sample) + [None] * 5)[1:5]) for sample in samples)
+        for (state, syscall, detail_index, wchan), n in distinct.items():
             detail = details[detail_index] if isinstance(detail_index, int) and 0 <= detail_index < len(details) else None
-            self.states[state] += 1
-            self.state_syscalls[(state, syscall)] += 1
-            self.activity[_activity_label(state, syscall, wchan)] += 1
-            self.kernel_kinds[sample_kind(state, syscall, detail, wchan)] += 1
+            self.states[state] += n
+            self.state_syscalls[(state, syscall)] += n
+            self.activity[_activity_label(state, syscall, wchan)] += n
+            self.kernel_kinds[sample_kind(state, syscall, detail, wchan)] += n
             if detail_index is not None:
-                self.detail_counts[detail_index] += 1
+                self.detail_counts[detail_index] += n
         self.details = details
         self.stacks = _expand_stacks(thread.get("stack_samples") or [], capture)
         self.n_stack_samples = sum(n for _s, n in self.stacks)

@@ -18,6 +18,7 @@ Kinds used by the diagnosis:
   file-wait: polls for a lock or marker file in a sleep loop (FILE_WAIT_PATHS says where the
       path is among the frame's locals; FILE_WAIT_SOURCES recognises hand-written loops)
 """
+import functools
 import re
 from collections import namedtuple
 
@@ -157,7 +158,19 @@ _FRAMEWORK = _compile(FRAMEWORK_PATTERNS)
 
 def match_frame(function, filename, rows=None):
     """The first pattern row matching one frame, or None."""
-    for row, file_re, func_re in (_COMPILED if rows is None else _compile(rows)):
+    if rows is None:
+        return _match_table(function, filename)
+    return _first_match(_compile(rows), function, filename)
+
+
+@functools.lru_cache(maxsize=8192)
+def _match_table(function, filename):
+    # A window repeats the same few hundred frames in thousands of samples.
+    return _first_match(_COMPILED, function, filename)
+
+
+def _first_match(compiled, function, filename):
+    for row, file_re, func_re in compiled:
         if file_re.search(filename or "") and func_re.search(function or ""):
             return row
     return None

@@ -46,7 +46,7 @@ def _polling_frame(stack, frames):
 
 def candidates(records, profiles, frames):
     """[(pid, tid, library, function, file, local name hint)] of threads that poll for a file."""
-    found = []
+    found, seen = [], {}   # a blocked thread repeats one stack: each distinct one is read once
     for record in records:
         for tid, thread in record.threads.items():
             profile = profiles.get((record.pid, tid))
@@ -54,7 +54,8 @@ def candidates(records, profiles, frames):
                 continue
             hits = Counter()
             for stack in profile["stacks"]:
-                hit = _polling_frame(stack, frames)
+                key = tuple(stack)
+                hit = seen[key] if key in seen else seen.setdefault(key, _polling_frame(stack, frames))
                 if hit is not None:
                     frame = frames[stack[hit[1]]]
                     hits[(hit[0], frame[0], frame[1], hit[2])] += 1
