@@ -1,8 +1,7 @@
 """Renderers: a report dict in, text out.  No sampling, no diagnosis here."""
+import importlib
 import json
 import os
-
-from . import html, markdown, speedscope, terminal
 
 FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".txt": "text", ".html": "html",
            ".htm": "html"}
@@ -19,12 +18,14 @@ def render(report, fmt, color=False):
     if fmt == "json":
         # compact: json's C encoder only runs without indent (10x faster on large captures)
         return json.dumps(report, separators=(",", ":"), default=str) + "\n"
-    if fmt == "markdown":
-        return markdown.render(report)
     if fmt == "text":
-        return terminal.render(report, color=color)
-    if fmt == "html":
-        return html.render(report)
-    if fmt == "speedscope":
-        return speedscope.render(report)
+        return _renderer("terminal").render(report, color=color)
+    if fmt in ("markdown", "html", "speedscope"):
+        return _renderer(fmt).render(report)
     raise ValueError("unknown format %r" % fmt)
+
+
+def _renderer(name):
+    # imported when asked for: a run that writes JSON and the terminal text loads neither
+    # the HTML nor the Markdown renderer
+    return importlib.import_module("." + name, __name__)
