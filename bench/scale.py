@@ -130,7 +130,7 @@ def pyspy_floor(tree, window, rate, workdir):
     """py-spy alone, one `record --nonblocking` per process at `rate`, for the window:
     the CPU the stack samples themselves cost, whoever drives py-spy."""
     pids = [tree.pid] + descendants(tree.pid)
-    binary = shutil.which("py-spy")
+    binary = pyspy_binary()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     procs = [subprocess.Popen([binary, "record", "--pid", str(p), "--threads", "--idle", "--nonblocking",
@@ -143,6 +143,21 @@ def pyspy_floor(tree, window, rate, workdir):
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     return {"processes": len(pids), "rate_hz": rate, "cpu_s": round(cpu, 3),
             "wall_s": round(time.monotonic() - t0, 2)}
+
+
+def pyspy_binary():
+    """The py-spy stalldiag runs (beside this Python, else PATH): not a pyenv shim on PATH,
+    whose bash and `pyenv exec` cost more than py-spy itself."""
+    sys.path.insert(0, REPO)
+    from stalldiag.probes.stacks import find_pyspy
+    return find_pyspy()
+
+
+def compile_package():
+    """Byte-compile stalldiag as `pip install` does: with PYTHONDONTWRITEBYTECODE set (this
+    machine sets it) every run would otherwise compile the changed modules again (~35 ms)."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(REPO, "stalldiag")],
+                   stdout=subprocess.DEVNULL, check=True)
 
 
 def breakdown(tree, window, workdir):
@@ -169,6 +184,7 @@ def main():
     ap.add_argument("--breakdown", action="store_true")
     ap.add_argument("--out")
     args = ap.parse_args()
+    compile_package()
     workdir = tempfile.mkdtemp(prefix="stalldiag-scale-")
     results = {"machine": machine(), "date": datetime.date.today().isoformat(),
                "commit": subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
