@@ -45,7 +45,8 @@ SCHEMA_VERSION = 1
 
 def build(tool_version, host, request, window, records, profiles, frames, stack_failures,
           gpu, skipped_children, limitations, unix_peers=None, exact=None, local_values=None,
-          thread_matching=None, locks=None, file_waits=None, gil=None, stack_rates=None, joins=None):
+          thread_matching=None, locks=None, file_waits=None, gil=None, stack_rates=None, joins=None,
+          stack_snapshots=None):
     stack_table = []
     stack_index = {}
     processes = []
@@ -78,6 +79,8 @@ def build(tool_version, host, request, window, records, profiles, frames, stack_
         _thread_matching(proc, thread_matching, limitations)
         if (stack_rates or {}).get(record.pid):
             proc["python"]["stack_rate_hz"] = stack_rates[record.pid]   # what py-spy sampled it at
+        if (stack_snapshots or {}).get(record.pid):
+            proc["python"]["stack_snapshots"] = stack_snapshots[record.pid]   # seconds into the window
         processes.append(proc)
     from .permissions import denied_text, how_to_get_access
     root_uid = next((p.get("uid") for p in processes if p["pid"] == request.get("pid")), None)

@@ -48,6 +48,7 @@ def build_report(capture):
             "python": (proc.get("python") or {}).get("stacks", False),
             "python_note": (proc.get("python") or {}).get("reason"),
             "stack_rate_hz": (proc.get("python") or {}).get("stack_rate_hz"),
+            "stack_snapshots": (proc.get("python") or {}).get("stack_snapshots"),
             "cpu_seconds": proc.get("cpu_seconds"),
             "io": proc.get("io"),
             "ctx_switches": proc.get("ctx_switches"),

@@ -22,14 +22,20 @@ from .probes.threads import ThreadSampler
 
 TREE_RESCAN_S = 0.5
 FULL_RESCAN_EVERY = 4   # rescans between reads of every thread's children file (see _rescan)
-# py-spy costs per process-sample (~1.3 ms for 12 threads, measured; its floor), so stack
-# rates follow what a process does: one busy since it started (>= BUSY_CPU_SHARE of a core)
-# gets the asked rate, within BUSY_STACK_SAMPLES_PER_S for the tree; an idle one sits in the
-# calls /proc samples at 5 Hz and gets IDLE_STACK_SAMPLES over the window (1 Hz, py-spy's
-# lowest, for windows of 10 s and more).  No process goes unsampled.
+# py-spy costs ~2 ms per sample of a 12-thread process (measured: ~600 process_vm_readv
+# calls) and ~10 ms to attach, so stacks follow what a process does *now*, measured over
+# its first DECIDE_AFTER_S of /proc samples: one using >= BUSY_CPU_SHARE of a core is
+# recorded at the asked rate (within BUSY_STACK_SAMPLES_PER_S for the tree); an idle one
+# gets one `py-spy dump` (its blocked threads have the same stack at every sample), again at
+# the window's end if its threads moved, and a recorder if it turns busy later.
+# No process goes unsampled.
 BUSY_CPU_SHARE = 0.1
 BUSY_STACK_SAMPLES_PER_S = 24
-IDLE_STACK_SAMPLES = 10
+DECIDE_AFTER_S = 0.4
+ACTIVITY_CHECK_S = 1.0     # how often an idle process is checked for turning busy
+SLEEP_CALLS = ("clock_nanosleep", "nanosleep")
+MIN_RECORD_S = 1.0         # sampling a late recorder gets before it is asked to stop
+IDLE_STACK_SAMPLES = 10    # --native and --duration 0 record every process: idle ones at 1 Hz
 IDLE_STACK_RATE = 1
 # Thread-samples per second above which the rate is lowered, to keep our
 # own CPU use near 2-3% of a core on large trees.
@@ -62,6 +68,10 @@ class Inspection:
         self.locals = locals_
         self._busy_stack_rate = self.stack_rate
         self._rescans = 0
+        self._by_activity = False
+        self._snapshot_signatures = {}   # pid -> _signature when its snapshot was asked for
+        self._activity_marks = {}        # pid -> (t, CPU ticks) at its last activity check
+        self._not_python = set()
 
     def run(self):
         root_stat = targets.check_target(self.pid)
@@ -90,7 +100,11 @@ class Inspection:
             wall_start = sampler.wall_start = time.time()
         stack_rate = self.stack_rate if self.duration else 20
         stacks = StackProbe(rate=stack_rate, duration=max(self.duration, 1), native=self.native)
-        if stacks.start():
+        stacks.t0 = t0
+        # a snapshot (--duration 0) and --native record every process from the start, at a rate
+        # set by its CPU since it started; otherwise _choose_stacks decides by what it does now
+        self._by_activity = bool(self.duration) and not self.native
+        if stacks.start() and not self._by_activity:
             busy = sum(1 for record in sampler.records.values() if _cpu_share(record) >= BUSY_CPU_SHARE)
             if busy * stacks.rate > BUSY_STACK_SAMPLES_PER_S:
                 self._busy_stack_rate = max(IDLE_STACK_RATE, BUSY_STACK_SAMPLES_PER_S // busy)
@@ -121,6 +135,8 @@ class Inspection:
                         break
                     if now >= next_tick:
                         self._follow_lock_holders(sampler, stacks, sampler.tick())
+                        if stacks.usable and self._by_activity:
+                            self._choose_stacks(sampler, stacks, time.monotonic() - t0)
                         threads = sum(len(sampler.records[k].threads) for k in sampler.live.values())
                         effective_rate = min(self.rate, max(1.0, THREAD_READS_PER_S / max(threads, 1)))
                         if effective_rate < self.rate:
@@ -138,6 +154,9 @@ class Inspection:
                                    - (time.monotonic() - t0)))
         finally:
             exact = self._stop_exact_counts(counter)
+            if self._by_activity:
+                stacks.snapshot_at_end([pid for pid in stacks.snapshots if pid not in stacks.rates
+                                        and self._moved_since_snapshot(sampler, pid)])
             sampler.finish()
             # py-spy's grace counts from the window's end, so finish() above overlaps it
             past_end = max(0.0, time.monotonic() - t0 - self.duration) if self.duration else 0.0
@@ -152,16 +171,7 @@ class Inspection:
 
         if stacks.limitation:
             self.limitations.append(stacks.limitation)
-        lowered = sorted(pid for pid, hz in stacks.rates.items() if hz < stacks.rate)
-        if lowered:
-            by_rate = {}
-            for pid in lowered:
-                by_rate.setdefault(stacks.rates[pid], []).append(pid)
-            self.limitations.append(
-                "Python stack rate (asked for %d Hz) lowered for %d of %d processes: %s; idle processes sit in "
-                "the calls /proc samples at %s Hz (each process's rate is in the JSON report)"
-                % (stacks.rate, len(lowered), len(stacks.rates),
-                   ", ".join("%d at %d Hz" % (len(p), hz) for hz, p in sorted(by_rate.items())), self.rate))
+        self._note_stack_sampling(stacks)
         if stacks.late:
             self.limitations.append("Python stacks of %d processes from one snapshot: their py-spy did not stop "
                                     "within %.1f s of the window's end (pids %s)"
@@ -195,6 +205,7 @@ class Inspection:
             local_values=local_values,
             thread_matching=(stacks.thread_ids.method, stacks.unmatched),
             stack_rates=stacks.rates,
+            stack_snapshots=stacks.snapshots,
             **waits
         )
 
@@ -283,8 +294,82 @@ class Inspection:
                 "gil": gil.resolve(live, profiles, frames),
                 "joins": joins.resolve(live, profiles, frames)}
 
+    def _choose_stacks(self, sampler, stacks, now):
+        """Record the stacks of processes busy now, snapshot the idle ones, and start a
+        recorder for an idle one that turns busy (see BUSY_CPU_SHARE)."""
+        decide_after = min(DECIDE_AFTER_S, self.duration / 10.0)
+        newly = []
+        for key in list(sampler.live.values()):
+            record = sampler.records[key]
+            if record.pid in stacks.rates or record.exited_at is not None:
+                continue
+            if record.pid in stacks.snapshots:
+                mark = self._activity_marks.get(record.pid)
+                if mark and record.last_seen - mark[0] >= ACTIVITY_CHECK_S:
+                    share = _recent_share(record, mark)
+                    self._activity_marks[record.pid] = (record.last_seen, _cpu_ticks(record.stat_last))
+                    rate = self._busy_rate(stacks, 1)
+                    if share >= BUSY_CPU_SHARE and self.duration - now >= stacks.lead(rate) + MIN_RECORD_S:
+                        stacks.add(record.pid, rate)
+                continue
+            if record.last_seen - record.first_seen >= decide_after and record.pid not in self._not_python:
+                if _python(record):
+                    newly.append(record)
+                else:
+                    self._not_python.add(record.pid)   # a compiler, a shell: no Python stacks to take
+        busy = [r for r in newly if _recent_share(r, (r.first_seen, _cpu_ticks(r.stat_first))) >= BUSY_CPU_SHARE]
+        rate = self._busy_rate(stacks, len(busy))
+        for record in newly:
+            if record in busy:
+                stacks.add(record.pid, rate)
+            else:
+                self._snapshot_signatures[record.pid] = _signature(record)
+                self._activity_marks[record.pid] = (record.last_seen, _cpu_ticks(record.stat_last))
+                stacks.snapshot(record.pid)
+
+    def _busy_rate(self, stacks, count):
+        """Stack rate for `count` more busy processes: the asked rate, within the tree's budget."""
+        left = BUSY_STACK_SAMPLES_PER_S - sum(stacks.rates.values())
+        return max(1, min(stacks.rate, left // max(count, 1)))
+
+    def _moved_since_snapshot(self, sampler, pid):
+        """Did a thread of this snapshotted process end the window somewhere else (another
+        call or wait, running, or a thread the snapshot did not see)?"""
+        key = sampler.live.get(pid)
+        before = self._snapshot_signatures.get(pid)
+        if key is None or before is None:
+            return False
+        now = _signature(sampler.records[key])
+        return any(tid not in before or sig != before[tid] or sig[0] == "running" for tid, sig in now.items())
+
+    def _note_stack_sampling(self, stacks):
+        """Say in the limitations how stacks were sampled where that was not the asked rate."""
+        recorded = {pid: hz for pid, hz in stacks.rates.items()}
+        snapped = {pid: times for pid, times in stacks.snapshots.items() if pid not in recorded and times}
+        if snapped:
+            again = sum(1 for times in snapped.values() if len(times) > 1)
+            self.limitations.append(
+                "Python stacks of %d idle processes (under %d%% of a core when sampled) come from one py-spy "
+                "snapshot each%s; their blocked threads sit in the calls /proc samples at %s Hz (each "
+                "process's stack sampling is in the JSON report)"
+                % (len(snapped), round(BUSY_CPU_SHARE * 100),
+                   ", %d taken again at the window's end (their threads moved)" % again if again else "",
+                   self.rate))
+        lowered = sorted(pid for pid, hz in recorded.items() if hz < stacks.rate)
+        if lowered:
+            by_rate = {}
+            for pid in lowered:
+                by_rate.setdefault(recorded[pid], []).append(pid)
+            self.limitations.append(
+                "Python stack rate (asked for %d Hz) lowered for %d of %d recorded processes: %s (each "
+                "process's rate is in the JSON report)"
+                % (stacks.rate, len(lowered), len(recorded),
+                   ", ".join("%d at %d Hz" % (len(p), hz) for hz, p in sorted(by_rate.items()))))
+
     def _sample_stacks_of(self, stacks, record):
-        if record.exited_at is None and capture.looks_like_python(record.pid, record.static.get("exe")) is not False:
+        if self._by_activity:
+            return   # decided by _choose_stacks once its activity is known
+        if record.exited_at is None and _python(record):
             rate = stacks.rate
             if self.duration:   # a --duration 0 snapshot samples everything at full rate
                 busy = _cpu_share(record) >= BUSY_CPU_SHARE
@@ -301,6 +386,29 @@ def _frame_owner(profiles):
             for index in stack:
                 owner.setdefault(index, pid)
     return owner.get
+
+
+def _python(record):
+    return capture.looks_like_python(record.pid, record.static.get("exe")) is not False
+
+
+def _cpu_ticks(stat):
+    return (stat["utime"] + stat["stime"]) if stat else 0
+
+
+def _recent_share(record, mark):
+    """Cores the process used since mark = (t, CPU ticks), from its /proc stat."""
+    span = record.last_seen - mark[0]
+    if span <= 0 or not record.stat_last:
+        return 0.0
+    return (_cpu_ticks(record.stat_last) - mark[1]) / procfs.CLK_TCK / span
+
+
+def _signature(record):
+    """{tid: (syscall or "running", wait detail)} of the threads seen at the last tick (a sleep's
+    detail is its time left, different at every look: the call alone says where it is)."""
+    return {tid: (thread.samples[-1][2], None if thread.samples[-1][2] in SLEEP_CALLS else thread.samples[-1][3])
+            for tid, thread in record.threads.items() if thread.samples and thread.last_seen == record.last_seen}
 
 
 def _cpu_share(record):

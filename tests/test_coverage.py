@@ -2,19 +2,22 @@
 
 Every Python process of a 120-process tree gets Python stacks (no cap on
 recorders: a large tree lowers the sampling rate, never the process count),
-the report says which rate each process got, and no py-spy is left behind.
+the report says how each process was sampled, and no py-spy is left behind.
+Stacks follow what each process does now: busy ones are recorded, idle ones
+snapshotted (again at the end if they moved), and one turning busy is recorded.
 Timing and CPU are measured in bench/scale.py, not asserted here.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 
-from conftest import run_stalldiag
+from conftest import ROOT, run_stalldiag
 
 from stalldiag.probes.threads import FULL_READ_EVERY, ThreadSampler
-from stalldiag import targets
+from stalldiag import procfs, targets
 
 
 def _tree(pid):
@@ -51,11 +54,11 @@ def test_every_process_of_a_120_process_tree_has_stacks(launch, tmp_path):
     assert set(tree) <= set(by_pid)
     without = [pid for pid in tree if not by_pid[pid]["python"]]
     assert without == [], [(pid, by_pid[pid]["python_note"]) for pid in without[:5]]
-    # the rate each process got is in the report: idle sleepers get ~10 samples over a
-    # 6 s window (2 Hz, below the asked 3 Hz), and the limitations say so
-    rates = {pid: by_pid[pid]["stack_rate_hz"] for pid in tree}
-    assert set(rates.values()) == {2}, rates
-    assert any("lowered for 120 of 120 processes: 120 at 2 Hz" in line for line in report["limitations"]), \
+    # how each process was sampled is in the report: idle sleepers get one py-spy snapshot
+    # each (none is recorded), and the limitations say so
+    sampled = {pid: (by_pid[pid]["stack_rate_hz"], len(by_pid[pid]["stack_snapshots"] or [])) for pid in tree}
+    assert set(sampled.values()) == {(None, 1)}, sampled
+    assert any("Python stacks of 120 idle processes" in line for line in report["limitations"]), \
         report["limitations"]
     # the stacks are the workload's own code, for every process
     capture = report["capture"]
@@ -101,3 +104,48 @@ def test_a_blocked_thread_that_has_not_run_is_repeated_and_a_woken_one_read_agai
         child.wait()
         os.close(r)
         os.close(w)
+
+
+def test_stacks_follow_what_each_process_does_now(launch, tmp_path):
+    """Busy processes are recorded at the asked rate; idle ones get one py-spy snapshot, a
+    second at the window's end if their threads moved, and a recorder if they turn busy."""
+    w = launch("activity_tree.py", settle=0.3)
+    waiter, spinner, waker, mover = procfs.children(w.pid)
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen([sys.executable, "-m", "stalldiag", "inspect", str(w.pid), "--children",
+                             "--duration", "8", "-o", str(out)], cwd=str(ROOT),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # well after the window's first 0.4 s (when stalldiag decides how to sample each
+    # process), the waker starts computing and the mover leaves os.read for time.sleep
+    time.sleep(3.5)
+    os.kill(waker, signal.SIGUSR1)
+    os.kill(mover, signal.SIGUSR1)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    report = json.loads(out.read_text())
+    by_pid = {p["pid"]: p for p in report["processes"]}
+    capture = report["capture"]
+    threads = {p["pid"]: p["threads"] for p in capture["processes"]}
+    stacks = capture["stacks"]
+    frames = capture["frames"]
+
+    def samples(pid):
+        return sum(n for t in threads[pid] for _s, n in t.get("stack_samples") or [])
+
+    def last_function(pid):
+        runs = threads[pid][0]["stack_samples"]
+        return frames[stacks[runs[-1][0]][0]][0]
+
+    # the spinner, busy from the start: recorded at the asked 3 Hz, no snapshot
+    assert by_pid[spinner]["stack_rate_hz"] == 3 and not by_pid[spinner]["stack_snapshots"]
+    assert samples(spinner) >= 4
+    # the waiter, blocked all window: one snapshot, nothing recorded
+    assert by_pid[waiter]["stack_rate_hz"] is None and len(by_pid[waiter]["stack_snapshots"]) == 1
+    assert samples(waiter) == 1 and last_function(waiter) == "waiter"
+    # the mover sat in os.read, then rested elsewhere: snapshotted again at the end, there
+    assert len(by_pid[mover]["stack_snapshots"]) == 2, by_pid[mover]
+    assert last_function(mover) == "time_to_rest"
+    # the waker turned busy at 1 s + 2 s: a recorder started for it after its snapshot
+    assert by_pid[waker]["stack_snapshots"] and by_pid[waker]["stack_rate_hz"] >= 1, by_pid[waker]
+    assert last_function(waker) == "spin_for_ever"
+    assert any("idle processes" in line and "one py-spy snapshot each" in line for line in report["limitations"])

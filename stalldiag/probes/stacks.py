@@ -129,6 +129,11 @@ class StackProbe:
         self.limitation = None
         self.failures = {}      # pid -> (kind, message)
         self.rates = {}         # pid -> Hz its recorder samples at
+        self.snapshots = {}     # pid -> [seconds into the window of each snapshot taken]
+        self._snapped = {}      # pid -> [(t, threads, frames)] from those snapshots
+        self._recorded_at = {}  # pid -> when its recorder was asked for (orders merged stacks)
+        self._clock = time.monotonic
+        self.t0 = self._clock()     # the window's start, for snapshot times (set by the session)
         self.late = []          # pids whose recorder did not stop in time (stacks from one snapshot)
         self._recorders = {}    # pid -> (Popen, outfile, errfile)
         self._asked = set()     # pids already sent SIGINT
@@ -139,6 +144,7 @@ class StackProbe:
         self._starter = None
         self._closing = False
         self._unstarted = []
+        self._end_snapshots = []
         self._tmpdir = None
         self.usable = False
         self.thread_ids = ThreadIdMap()
@@ -163,7 +169,20 @@ class StackProbe:
         if not self.usable or pid in self.rates:
             return
         self.rates[pid] = max(1, int(round(rate or self.rate)))
-        self._pending.put(pid)
+        self._recorded_at[pid] = self._clock()
+        self._queue("record", pid)
+
+    def snapshot(self, pid):
+        """One `py-spy dump` of an idle process now, in the background: a thread that has
+        not run has the same stack at every sample, and a dump costs a third of a 1 Hz
+        recording.  snapshot_at_end(pids) asks for one more when its threads moved."""
+        if not self.usable or pid in self.snapshots or pid in self.rates:
+            return
+        self.snapshots[pid] = []
+        self._queue("snapshot", pid)
+
+    def _queue(self, kind, pid):
+        self._pending.put((kind, pid))
         if self._starter is None:
             self._starter = threading.Thread(target=self._start_pending, name="stalldiag-pyspy-starter",
                                              daemon=True)
@@ -171,14 +190,22 @@ class StackProbe:
 
     def _start_pending(self):
         while True:
-            pid = self._pending.get()
-            if pid is None:
+            item = self._pending.get()
+            if item is None:
                 return
+            kind, pid = item
             if self._closing:
                 self._unstarted.append(pid)   # the window ended first: a snapshot at stop()
                 continue
+            if kind == "snapshot":
+                self._take_snapshots([pid])
+                continue
             self._start_recorder(pid, self.rates[pid])
             time.sleep(self.START_GAP_S)
+
+    def snapshot_at_end(self, pids):
+        """Snapshot these processes again when the window ends (see stop())."""
+        self._end_snapshots = [pid for pid in pids if pid in self.snapshots]
 
     def _start_recorder(self, pid, rate):
         outfile = os.path.join(self._tmpdir, "stacks-%d.json" % pid)
@@ -204,27 +231,33 @@ class StackProbe:
         with self._lock:
             self._recorders[pid] = (proc, outfile, errfile)
 
-    def _snapshots(self, pids):
-        """_snapshot of several processes, the dumps running in parallel."""
+    def _take_snapshots(self, pids):
+        """One non-blocking `py-spy dump` of each pid, run in parallel; each result is kept
+        in _snapped with its time, and a failure py-spy explains in failures."""
         started = {}
         for pid in pids:
             try:
                 started[pid] = spawn(
                     [self.binary, "dump", "--pid", str(pid), "--json", "--nonblocking"],
-                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                     text=True)
             except OSError:
                 pass
-        found = {}
         for pid, proc in started.items():
+            at = round(self._clock() - self.t0, 3)
             try:
-                out, _ = proc.communicate(timeout=20)
+                out, err = proc.communicate(timeout=20)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.communicate()
                 continue
-            found[pid] = self._snapshot(pid, out if proc.returncode == 0 else "")
-        return found
+            got, frames = self._snapshot(pid, out if proc.returncode == 0 else "")
+            if got:
+                self._snapped.setdefault(pid, []).append((at, got, frames))
+                self.snapshots.setdefault(pid, []).append(at)
+                self.failures.pop(pid, None)
+            elif pid not in self.failures:
+                self.failures[pid] = explain_failure(err or "")
 
     def _snapshot(self, pid, output=None):
         """One `py-spy dump --json --nonblocking` of pid (or its output), in parse_speedscope's shape."""
@@ -332,17 +365,27 @@ class StackProbe:
                 retry.append(pid)
             self.failures[pid] = failure
         retry.extend(self._unstarted)
-        for pid, (got, got_frames) in self._snapshots(retry).items():
-            if got:
-                outputs[pid] = (got, got_frames)
-                self.failures.pop(pid, None)
-        profiles, frames, frame_index = {}, [], {}
+        retry.extend(pid for pid in self.snapshots if pid not in self._snapped and pid not in retry
+                     and self.failures.get(pid, ("error",))[0] not in ("not-python", "unsupported-python",
+                                                                     "permission", "gone"))
+        retry.extend(pid for pid in self._end_snapshots if pid not in retry)
+        self._take_snapshots(retry)
+        parts = {}   # pid -> [(time, threads, frames)], merged in time order
         for pid, (got, got_frames) in outputs.items():
-            got = self.match_thread_ids(pid, got)
-            remap = [intern_row(frames, frame_index, f) for f in got_frames]
-            for key, profile in got.items():
-                profile["stacks"] = [[remap[i] for i in stack] for stack in profile["stacks"]]
-                profiles[key] = profile
+            parts.setdefault(pid, []).append((self._recorded_at.get(pid, 0) - self.t0, got, got_frames))
+        for pid, taken in self._snapped.items():
+            parts.setdefault(pid, []).extend(taken)
+        profiles, frames, frame_index = {}, [], {}
+        for pid, taken in parts.items():
+            for _at, got, got_frames in sorted(taken, key=lambda part: part[0]):
+                got = self.match_thread_ids(pid, got)
+                remap = [intern_row(frames, frame_index, f) for f in got_frames]
+                for key, profile in got.items():
+                    stacks = [[remap[i] for i in stack] for stack in profile["stacks"]]
+                    if key in profiles:
+                        profiles[key]["stacks"].extend(stacks)
+                    else:
+                        profiles[key] = dict(profile, stacks=stacks)
         if self._tmpdir:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
         return profiles, frames
