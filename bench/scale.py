@@ -4,10 +4,10 @@
 For each tree size (bench/targets/mixed_tree.py: idle, waiting, computing and
 reading threads) it runs `stalldiag inspect ROOT --children --duration W -o x.json`
 --runs times and records: CPU of stalldiag + its py-spy children (os.wait4),
-wall - window, processes in the report, processes with Python stacks, the stack
-rate each process got, and how often the target was stopped (voluntary stops
-are counted from /proc/PID/status of every thread: a tracer stop or SIGSTOP
-shows as state T/t, sampled every 20 ms over the window).
+wall - window, processes in the report, processes with Python stacks, how each
+process's stacks were sampled (a rate, or snapshots), and how often the target
+was stopped (voluntary stops are counted from /proc/PID/status of every
+thread: a tracer stop or SIGSTOP shows as state T/t, sampled every 20 ms).
 
 --breakdown also measures, on the same tree, where the CPU goes: the
 interpreter and imports alone, stalldiag with py-spy disabled (/proc part),
@@ -122,26 +122,38 @@ def inspect_once(tree, window, workdir, extra_env=None, stopwatch=True):
         row.update(processes_reported=len(procs), processes_with_stacks=len(with_stacks),
                    missing_stacks=[p["pid"] for p in procs if p not in with_stacks][:10],
                    stack_rates_hz=rates, window=rep.get("window"),
+                   sampling={"recorded": sum(1 for p in procs if p.get("stack_rate_hz")),
+                             "snapshots": sum(len(p.get("stack_snapshots") or []) for p in procs),
+                             "per_process": {p["pid"]: [p.get("stack_rate_hz"), len(p.get("stack_snapshots") or [])]
+                                             for p in procs}},
                    limitations=rep.get("limitations") or [])
     return row
 
 
-def pyspy_floor(tree, window, rate, workdir):
-    """py-spy alone, one `record --nonblocking` per process at `rate`, for the window:
-    the CPU the stack samples themselves cost, whoever drives py-spy."""
-    pids = [tree.pid] + descendants(tree.pid)
+def pyspy_floor(sampling, window, workdir):
+    """py-spy alone taking the samples stalldiag took: one `record --nonblocking` per recorded
+    process at its rate for the window, one `dump --nonblocking` per snapshot: what those
+    stacks cost whoever drives py-spy.  sampling: {pid: [rate or None, snapshots]}."""
     binary = pyspy_binary()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    procs = [subprocess.Popen([binary, "record", "--pid", str(p), "--threads", "--idle", "--nonblocking",
-                               "--rate", str(rate), "--duration", str(int(window)), "--format", "raw",
-                               "-o", os.path.join(workdir, "floor-%d.txt" % p)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for p in pids]
+    procs = []
+    for pid, (rate, snapshots) in sampling.items():
+        if rate:
+            procs.append(subprocess.Popen(
+                [binary, "record", "--pid", str(pid), "--threads", "--idle", "--nonblocking",
+                 "--rate", str(rate), "--duration", str(int(window)), "--format", "raw",
+                 "-o", os.path.join(workdir, "floor-%s.txt" % pid)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for _ in range(snapshots):
+            subprocess.run([binary, "dump", "--pid", str(pid), "--nonblocking"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for p in procs:
         p.wait()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return {"processes": len(pids), "rate_hz": rate, "cpu_s": round(cpu, 3),
+    return {"recorded": sum(1 for r, _n in sampling.values() if r),
+            "snapshots": sum(n for _r, n in sampling.values()), "cpu_s": round(cpu, 3),
             "wall_s": round(time.monotonic() - t0, 2)}
 
 
@@ -170,9 +182,8 @@ def breakdown(tree, window, workdir):
     parts["stalldiag_without_pyspy_s"] = row["cpu_s"]
     row = inspect_once(tree, window, workdir, stopwatch=False)
     parts["stalldiag_total_s"] = row["cpu_s"]
-    rates = row.get("stack_rates_hz") or [(row.get("window") or {}).get("stack_rate_hz") or 3]
     parts["pyspy_share_s"] = round(row["cpu_s"] - parts["stalldiag_without_pyspy_s"], 3)
-    parts["pyspy_alone"] = pyspy_floor(tree, window, max(1, int(round(max(rates)))), workdir)
+    parts["pyspy_alone"] = pyspy_floor((row.get("sampling") or {}).get("per_process") or {}, window, workdir)
     return parts
 
 
@@ -203,11 +214,13 @@ def main():
                 for i in range(args.runs):
                     row = inspect_once(tree, args.window, workdir)
                     entry["runs"].append(row)
-                    log("  run %d: cpu %s s, wall-window %s s, reported %s/%s, stacks %s, rates %s, stops %s, busy %s%% %s"
-                        % (i + 1, row.get("cpu_s"), row.get("wall_over_window_s"), row.get("processes_reported"),
-                           row.get("processes_running"), row.get("processes_with_stacks"),
-                           row.get("stack_rates_hz"), row.get("stopped_samples"), row.get("machine_busy_pct"),
-                           row.get("error", "")))
+                    sampling = row.get("sampling") or {}
+            log("  run %d: cpu %s s, wall-window %s s, reported %s/%s, stacks %s, recorded %s at %s Hz, "
+                "snapshots %s, stops %s, busy %s%% %s"
+                % (i + 1, row.get("cpu_s"), row.get("wall_over_window_s"), row.get("processes_reported"),
+                   row.get("processes_running"), row.get("processes_with_stacks"), sampling.get("recorded"),
+                   row.get("stack_rates_hz"), sampling.get("snapshots"), row.get("stopped_samples"),
+                   row.get("machine_busy_pct"), row.get("error", "")))
             finally:
                 finish_target(tree)
             runs = [r for r in entry["runs"] if r.get("cpu_s") is not None]
