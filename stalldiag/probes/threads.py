@@ -24,12 +24,15 @@ TIMER_ABSTIME = 1
 # A blocked thread that has not run is repeated from its last sample, but read in full
 # at least every this many ticks (a thread woken and still waiting for a CPU shows then).
 FULL_READ_EVERY = 5
-# A thread found blocked and not run since, QUIET_CHECKS checks in a row, is read every
-# other tick, and after twice as many every MAX_SKIP + 1 ticks (schedstat still read at
-# each check: a wake-up is seen at the next one).  In a stalled job most threads sit in
-# one futex or read for the whole window: these reads were most of the /proc cost.
+# A thread found in the same state and call QUIET_CHECKS checks in a row (blocked and not
+# run since, or woken and back in the very call it sleeps in: a poll loop, a watchdog) is
+# looked at every other tick, after twice as many every MAX_SKIP + 1 ticks, its last sample
+# repeated in between; the first look that finds it elsewhere reads it every tick again.
+# In a stalled job most threads sit in one futex, read or sleep loop for the whole window:
+# reading them every tick was most of the /proc cost.
 QUIET_CHECKS = 5
 BLOCKED = ("S", "D")
+STOPPED = ("T", "t")
 MAX_SKIP = 3
 # The task directory is listed when the thread count changes, or at least this often.
 RELIST_EVERY = 10
@@ -415,7 +418,12 @@ class ThreadSampler:
                 self._read_process_counters(record, first=False)
                 for tid in procfs.tids(pid):
                     if tid in record.threads:   # threads that ended keep no last reading
-                        record.threads[tid].kernel_last = kernel_state.thread_snapshot(pid, tid, record._error)
+                        thread = record.threads[tid]
+                        thread.kernel_last = kernel_state.thread_snapshot(pid, tid, record._error)
+                        try:   # ticks may have skipped its stat: CPU as of the window's end
+                            thread.stat_raw = procfs.read_text(procfs.task_dir(pid, tid) + "/stat").encode()
+                        except procfs.ProcfsError:
+                            pass
                 record.files_end = record.read_fds()
                 record.recent_files = fds.recently_written(
                     pid, procfs.cmdline(pid), record.files_end, self.wall_start, scanned)
@@ -492,8 +500,6 @@ class ThreadSampler:
                         if last[1] in BLOCKED and thread.stale < full_every:
                             self._repeat(thread, last, t)
                             continue
-                    else:
-                        thread.quiet = 0
                     thread.sched_text = sched
             try:
                 self._sample_thread(record, tid, t, checked)
@@ -508,10 +514,15 @@ class ThreadSampler:
         (+ wchan).  Only S/D: a thread woken but not yet run would still read S here, so
         every FULL_READ_EVERY-th tick reads it in full anyway."""
         thread.stale += 1
-        thread.quiet += 1
-        thread.skip = min(thread.quiet // QUIET_CHECKS, MAX_SKIP)
+        ThreadSampler._quiet(thread)
         thread.last_seen = t
         thread.samples.append([t, last[1], last[2], last[3], last[4]])
+
+    @staticmethod
+    def _quiet(thread):
+        """One more look that found the thread where it was (see QUIET_CHECKS)."""
+        thread.quiet += 1
+        thread.skip = min(thread.quiet // QUIET_CHECKS, MAX_SKIP)
 
     def _sample_thread(self, record, tid, t, checked=False):
         """One thread's full sample (checked: its schedstat was read and moved this tick)."""
@@ -522,9 +533,28 @@ class ThreadSampler:
             thread = ThreadRecord(tid, st["comm"], t)
             record.threads[tid] = thread
             comm, state, cpu = st["comm"], st["state"], st["utime"] + st["stime"]
+            call = last = None
         elif not checked and self._unchanged(record, thread, t):
             return
         else:
+            call = None
+            last = thread.samples[-1] if thread.samples else None
+            if (last is not None and last[1] == "S" and thread.syscall_raw is not None
+                    and thread.stale < FULL_READ_EVERY - 1 and (last[2], last[3]) == thread.syscall_seen
+                    and (record.stat_last or {}).get("state") not in STOPPED):
+                try:
+                    call = self._read_bytes(pid, thread, "syscall")
+                except procfs.AccessDenied:
+                    call = None
+                if call == thread.syscall_raw:
+                    # It ran, and sleeps again in the very call it slept in (same arguments,
+                    # same place): still S, no stat read.  Every FULL_READ_EVERY-th look
+                    # reads it in full, and finish() reads every thread's CPU.
+                    thread.stale += 1
+                    self._quiet(thread)
+                    thread.last_seen = t
+                    thread.samples.append([t, "S", last[2], last[3], None])
+                    return
             # Only the state is needed now; name and CPU are parsed from the last reading
             # when asked for (ThreadRecord.cpu_last, .name).
             raw = self._read_bytes(pid, thread, "stat")
@@ -542,7 +572,7 @@ class ThreadSampler:
             syscall = "running"      # on a CPU or about to be: no syscall to read
         elif "syscall" not in record.denied:
             try:
-                raw = self._read_bytes(pid, thread, "syscall")
+                raw = call if call is not None else self._read_bytes(pid, thread, "syscall")
             except procfs.AccessDenied:
                 record.denied.add("syscall")
                 raw = None
@@ -556,10 +586,13 @@ class ThreadSampler:
                         thread.syscall_raw, thread.syscall_seen = raw, (syscall, detail)
         if state == "D":
             wchan = procfs.wchan(pid, tid)
-        thread.samples.append([t, state, syscall, detail, wchan])
-        thread.stale = 0
-        if state not in ("S", "D"):
+        sample = [t, state, syscall, detail, wchan]
+        if last is not None and state in BLOCKED and sample[1:] == last[1:]:
+            self._quiet(thread)
+        else:
             thread.quiet = 0
+        thread.samples.append(sample)
+        thread.stale = 0
 
     def _unchanged(self, record, thread, t):
         """_repeat the last sample if schedstat says the thread has not run since (the
@@ -571,7 +604,6 @@ class ThreadSampler:
         previous, thread.sched_text = thread.sched_text, sched
         last = thread.samples[-1] if thread.samples else None
         if sched != previous:
-            thread.quiet = 0
             return False
         if last is None or last[1] not in BLOCKED or thread.stale >= FULL_READ_EVERY - 1:
             return False
