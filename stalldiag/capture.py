@@ -146,7 +146,8 @@ def clean(value):
             value = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         return value
     if isinstance(value, dict):
-        return {clean(k) if isinstance(k, str) else k: clean(v) for k, v in value.items()}
+        return {clean(k) if isinstance(k, str) else k: v if k in SAMPLE_ROWS else clean(v)
+                for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         # the bulk of a capture is sample rows of numbers and short ASCII names: kept as they are
         return [v if type(v) in _PLAIN or type(v) is str and len(v) <= MAX_STRING and v.isascii()
@@ -155,6 +156,9 @@ def clean(value):
 
 
 _PLAIN = (int, float, bool, type(None))
+# Rows the samplers write (times, counts, state letters, syscall names from our table, kernel
+# wchan symbols): nothing in them comes from the target, and they are most of a capture.
+SAMPLE_ROWS = ("samples",)
 
 
 def _bounded_stack(stack, frames):

@@ -83,12 +83,13 @@ def ctx_switches(pid, tid=None, on_error=None):
     text = _read(procfs.task_dir(pid, tid) + "/status", on_error, "status")
     if text is None:
         return None
+    # the two lines end the file: look for them, not at the fifty before
     found = {}
-    for line in text.splitlines():
-        if line.startswith("voluntary_ctxt_switches:"):
-            found["voluntary"] = int(line.split(":")[1])
-        elif line.startswith("nonvoluntary_ctxt_switches:"):
-            found["involuntary"] = int(line.split(":")[1])
+    for key, name in (("\nvoluntary_ctxt_switches:", "voluntary"), ("\nnonvoluntary_ctxt_switches:", "involuntary")):
+        at = text.rfind(key)
+        if at >= 0:
+            end = text.find("\n", at + len(key))
+            found[name] = int(text[at + len(key):end if end >= 0 else None])
     return found if len(found) == 2 else None
 
 
