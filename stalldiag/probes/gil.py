@@ -7,7 +7,6 @@ for a process that shows both at once, one `py-spy dump --json --nonblocking` at
 end of the window reads which thread owns the GIL ("owns_gil", from the
 interpreter's own state).  Processes that do not show the pattern cost nothing.
 """
-from concurrent.futures import ThreadPoolExecutor
 
 from .. import procfs
 from ..knowledge import frames as frame_table
@@ -90,6 +89,7 @@ def resolve(records, profiles, frames):
     found = candidates(records, profiles, frames)
     if not found:
         return None
+    from concurrent.futures import ThreadPoolExecutor   # only when a GIL wait is seen
     out = {}
     asked = sorted(found.items())[:MAX_DUMPS]
     with ThreadPoolExecutor(max_workers=8) as pool:
