@@ -1,7 +1,6 @@
 """The JSON report: the stable contract other tools read, built from capture + diagnosis."""
 import os
 import sys
-import traceback
 
 from .diagnosis import diagnose
 from .diagnosis.gpu import devices_of, visible_devices
@@ -93,6 +92,7 @@ PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 def where(exc):
     """The innermost stalldiag frame of exc's traceback, as 'stalldiag/x.py:12 in f'."""
     inner = None
+    import traceback   # only when something failed
     for frame in traceback.extract_tb(exc.__traceback__):
         if os.path.abspath(frame.filename).startswith(PACKAGE_DIR + os.sep):
             inner = frame
@@ -110,6 +110,7 @@ def failure_text(failure):
 def record_failure(report, stage, exc):
     """Note a failed stage in the report (`failures` and a line under `limitations`); return it."""
     if os.environ.get("STALLDIAG_DEBUG"):
+        import traceback
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
     failure = {"stage": stage, "type": type(exc).__name__, "message": str(exc)[:500], "where": where(exc)}
     report.setdefault("failures", []).append(failure)
