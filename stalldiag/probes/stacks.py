@@ -1,10 +1,12 @@
-"""Python stacks of every thread, sampled over the window by `py-spy record`.
+"""Python stacks of every thread: `py-spy record` for busy processes, `py-spy dump` for idle ones.
 
 py-spy runs as a subprocess in --nonblocking mode: it reads the target's
-memory with process_vm_readv and never pauses it.  One long-running
-`py-spy record` per root (with --subprocesses under --children) costs one
-attach instead of one per sample: a `py-spy dump` costs ~65 ms of CPU each.
-Output is speedscope JSON, which keeps every thread's samples in order.
+memory with process_vm_readv and never pauses it.  What it costs (measured on
+12-thread processes): ~10-15 ms to attach (it reads the interpreter's symbols)
+and ~2 ms per sample (~600 small memory reads), so a dump is ~15-18 ms and a
+1 Hz recording of a 10 s window ~30-45 ms.  The session decides which each
+process gets (session.py).  Recorders write speedscope JSON, which keeps every
+thread's samples in order; dumps are read as JSON.
 """
 import json
 import os
@@ -94,7 +96,8 @@ def pyspy_version(binary):
 
 
 class StackProbe:
-    """Drives one `py-spy record` per Python process over the window and merges what they wrote.
+    """Drives one `py-spy record` per busy Python process over the window and one or two
+    `py-spy dump`s per idle one (`snapshot`), and merges what they gave, in time order.
 
     One py-spy per process rather than `--subprocesses`: that mode attaches to
     the children one after the other (85 of 160 processes within a 10 s window,
@@ -173,9 +176,9 @@ class StackProbe:
         self._queue("record", pid)
 
     def snapshot(self, pid):
-        """One `py-spy dump` of an idle process now, in the background: a thread that has
-        not run has the same stack at every sample, and a dump costs a third of a 1 Hz
-        recording.  snapshot_at_end(pids) asks for one more when its threads moved."""
+        """One `py-spy dump` of an idle process now, in the background: a blocked thread has
+        the same stack at every sample, and a dump costs about half of a 1 Hz recording
+        of the window.  snapshot_at_end(pids) asks for one more when its threads moved."""
         if not self.usable or pid in self.snapshots or pid in self.rates:
             return
         self.snapshots[pid] = []
