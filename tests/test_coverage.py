@@ -136,9 +136,11 @@ def test_stacks_follow_what_each_process_does_now(launch, tmp_path):
         runs = threads[pid][0]["stack_samples"]
         return frames[stacks[runs[-1][0]][0]][0]
 
-    # the spinner, busy from the start: recorded at the asked 3 Hz, no snapshot
-    assert by_pid[spinner]["stack_rate_hz"] == 3 and not by_pid[spinner]["stack_snapshots"]
-    assert samples(spinner) >= 4
+    # the spinner, busy from the start: recorded at the asked 3 Hz (a snapshot only stands in
+    # for a recorder that did not stop in time, and the report says so)
+    assert by_pid[spinner]["stack_rate_hz"] == 3
+    late = any("did not stop" in line and str(spinner) in line for line in report["limitations"])
+    assert late or (samples(spinner) >= 4 and not by_pid[spinner]["stack_snapshots"]), by_pid[spinner]
     # the waiter, blocked all window: one snapshot, nothing recorded
     assert by_pid[waiter]["stack_rate_hz"] is None and len(by_pid[waiter]["stack_snapshots"]) == 1
     assert samples(waiter) == 1 and last_function(waiter) == "waiter"
