@@ -215,12 +215,12 @@ def main():
                     row = inspect_once(tree, args.window, workdir)
                     entry["runs"].append(row)
                     sampling = row.get("sampling") or {}
-            log("  run %d: cpu %s s, wall-window %s s, reported %s/%s, stacks %s, recorded %s at %s Hz, "
-                "snapshots %s, stops %s, busy %s%% %s"
-                % (i + 1, row.get("cpu_s"), row.get("wall_over_window_s"), row.get("processes_reported"),
-                   row.get("processes_running"), row.get("processes_with_stacks"), sampling.get("recorded"),
-                   row.get("stack_rates_hz"), sampling.get("snapshots"), row.get("stopped_samples"),
-                   row.get("machine_busy_pct"), row.get("error", "")))
+                    log("  run %d: cpu %s s, wall-window %s s, reported %s/%s, stacks %s, recorded %s at %s Hz, "
+                        "snapshots %s, stops %s, busy %s%% %s"
+                        % (i + 1, row.get("cpu_s"), row.get("wall_over_window_s"), row.get("processes_reported"),
+                           row.get("processes_running"), row.get("processes_with_stacks"), sampling.get("recorded"),
+                           row.get("stack_rates_hz"), sampling.get("snapshots"), row.get("stopped_samples"),
+                           row.get("machine_busy_pct"), row.get("error", "")))
             finally:
                 finish_target(tree)
             runs = [r for r in entry["runs"] if r.get("cpu_s") is not None]
