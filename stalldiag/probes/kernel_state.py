@@ -30,6 +30,7 @@ v2 hybrid host, tests/test_kernel_state.py; "syscall" is .../syscall):
   cpu.stat nr_throttled 100 of 100 periods, throttled 8.9 s.
 """
 import os
+import re
 import signal
 import time
 
@@ -161,6 +162,10 @@ def tracer(status, on_error=None):
 
 # --- data mappings -----------------------------------------------------------------
 
+# "start-end perms offset dev inode   /path" lines of /proc/PID/maps (anonymous ones have no path)
+FILE_MAPPING = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+ +(/.*)$", re.M)
+
+
 def _is_data_path(path):
     if not path.startswith("/") or path.startswith(NOT_DATA_PREFIXES):
         return False
@@ -176,18 +181,13 @@ def data_mappings(pid, on_error=None, with_rss=False):
     if text is None:
         return None
     sizes, code = {}, set()
-    for line in text.splitlines():
-        parts = line.split(None, 5)
-        if len(parts) < 6:
-            continue
-        path = parts[5].strip()
-        if not path.startswith("/"):
-            continue
-        if "x" in parts[1]:
+    # one regex pass over the file-backed lines: a torch process maps thousands of regions
+    for start, end, perms, path in FILE_MAPPING.findall(text):
+        path = path.strip()
+        if "x" in perms:
             code.add(path)
             continue
-        start, end = (int(x, 16) for x in parts[0].split("-"))
-        sizes[path] = sizes.get(path, 0) + end - start
+        sizes[path] = sizes.get(path, 0) + int(end, 16) - int(start, 16)
     found = [{"path": path, "size": size, "rss": None} for path, size in sizes.items()
              if path not in code and size >= MIN_DATA_MAPPING and _is_data_path(path)]
     found.sort(key=lambda m: -m["size"])
