@@ -151,3 +151,22 @@ def test_stacks_follow_what_each_process_does_now(launch, tmp_path):
     assert by_pid[waker]["stack_snapshots"] and by_pid[waker]["stack_rate_hz"] >= 1, by_pid[waker]
     assert last_function(waker) == "spin_for_ever"
     assert any("idle processes" in line and "one py-spy snapshot each" in line for line in report["limitations"])
+
+
+def test_a_process_busy_since_it_started_but_blocked_now_gets_a_snapshot(launch, tmp_path):
+    """What a process does now decides, not its CPU since it started: one that computed for
+    3 s and then hung (~80% of a core since it started) is idle now: one snapshot, no recorder."""
+    w = launch("busy_then_blocked.py", 3.0, settle=0.2)
+    with open("/proc/%d/stat" % w.pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    assert int(fields[11]) + int(fields[12]) >= 1.5 * os.sysconf("SC_CLK_TCK"), "it did not compute first"
+    out = tmp_path / "r.json"
+    proc = run_stalldiag("inspect", w.pid, "--duration", 3, "-o", out, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    entry = next(p for p in report["processes"] if p["pid"] == w.pid)
+    assert entry["stack_rate_hz"] is None and len(entry["stack_snapshots"]) == 1, entry
+    capture = report["capture"]
+    main = next(t for p in capture["processes"] if p["pid"] == w.pid for t in p["threads"] if t["tid"] == w.pid)
+    leaf = capture["frames"][capture["stacks"][main["stack_samples"][-1][0]][0]]
+    assert leaf[0] == "hang", leaf
