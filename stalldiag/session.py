@@ -18,7 +18,7 @@ from .probes.gpu import GpuProbe
 from .probes.locks import LockWatch
 from .probes.pipe_peers import PipePeers
 from .probes.stacks import StackProbe
-from .probes.threads import ThreadSampler
+from .probes.threads import NANOSLEEPS, ThreadSampler
 
 TREE_RESCAN_S = 0.5
 FULL_RESCAN_EVERY = 4   # rescans between reads of every thread's children file (see _rescan)
@@ -33,7 +33,6 @@ BUSY_CPU_SHARE = 0.1
 BUSY_STACK_SAMPLES_PER_S = 24
 DECIDE_AFTER_S = 0.4
 ACTIVITY_CHECK_S = 1.0     # how often an idle process is checked for turning busy
-SLEEP_CALLS = ("clock_nanosleep", "nanosleep")
 MIN_RECORD_S = 1.0         # sampling a late recorder gets before it is asked to stop
 IDLE_STACK_SAMPLES = 10    # --native and --duration 0 record every process: idle ones at 1 Hz
 IDLE_STACK_RATE = 1
@@ -344,7 +343,7 @@ class Inspection:
 
     def _note_stack_sampling(self, stacks):
         """Say in the limitations how stacks were sampled where that was not the asked rate."""
-        recorded = {pid: hz for pid, hz in stacks.rates.items()}
+        recorded = stacks.rates
         snapped = {pid: times for pid, times in stacks.snapshots.items() if pid not in recorded and times}
         if snapped:
             again = sum(1 for times in snapped.values() if len(times) > 1)
@@ -407,7 +406,7 @@ def _recent_share(record, mark):
 def _signature(record):
     """{tid: (syscall or "running", wait detail)} of the threads seen at the last tick (a sleep's
     detail is its time left, different at every look: the call alone says where it is)."""
-    return {tid: (thread.samples[-1][2], None if thread.samples[-1][2] in SLEEP_CALLS else thread.samples[-1][3])
+    return {tid: (thread.samples[-1][2], None if thread.samples[-1][2] in NANOSLEEPS else thread.samples[-1][3])
             for tid, thread in record.threads.items() if thread.samples and thread.last_seen == record.last_seen}
 
 

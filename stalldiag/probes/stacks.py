@@ -27,6 +27,9 @@ from .thread_ids import ThreadIdMap
 # id in hex, "Thread 0x7F147A5BD6C0 "name"", which thread_ids.py maps to a tid.
 PROFILE_NAME = re.compile(r'^(?:Process (\d+) )?Thread (0x[0-9A-Fa-f]+|\d+)(?: "(.*)")?$', re.S)
 MIN_PYSPY = (0, 3, 10)
+# failures another try will not mend (a "gone" process is checked first: py-spy says
+# "No such file or directory" for other reasons too)
+FINAL_FAILURES = ("not-python", "unsupported-python", "permission", "gone")
 
 # Lines of py-spy's stderr that explain a failure, and what to tell the user.
 PYSPY_FAILURES = (
@@ -264,15 +267,12 @@ class StackProbe:
             elif pid not in self.failures:
                 self.failures[pid] = explain_failure(err or "")
 
-    def _snapshot(self, pid, output=None):
-        """One `py-spy dump --json --nonblocking` of pid (or its output), in parse_speedscope's shape."""
-        if output is None:
-            threads = pyspy_dump(pid, binary=self.binary) or []
-        else:
-            try:
-                threads = json.loads(output) if output else []
-            except ValueError:
-                return {}, []
+    def _snapshot(self, pid, output):
+        """The output of one `py-spy dump --json --nonblocking` of pid, in parse_speedscope's shape."""
+        try:
+            threads = json.loads(output) if output else []
+        except ValueError:
+            return {}, []
         frames, index, profiles = [], {}, {}
         for thread in threads:
             stack = [intern_row(frames, index, [f.get("name") or "?", f.get("filename") or "", f.get("line") or 0])
@@ -365,14 +365,13 @@ class StackProbe:
             # "gone" is read from py-spy's words ("No such file or directory" has other causes):
             # trust it only if the process really is gone.
             really_gone = failure[0] == "gone" and not os.path.exists("/proc/%d" % pid)
-            if pid in self.late or failure[0] not in ("not-python", "unsupported-python", "permission", "gone") \
+            if pid in self.late or failure[0] not in FINAL_FAILURES \
                     or failure[0] == "gone" and not really_gone:
                 retry.append(pid)
             self.failures[pid] = failure
         retry.extend(self._unstarted)
         retry.extend(pid for pid in self.snapshots if pid not in self._snapped and pid not in retry
-                     and self.failures.get(pid, ("error",))[0] not in ("not-python", "unsupported-python",
-                                                                     "permission", "gone"))
+                     and self.failures.get(pid, ("error",))[0] not in FINAL_FAILURES)
         retry.extend(pid for pid in self._end_snapshots if pid not in retry)
         self._take_snapshots(retry)
         parts = {}   # pid -> [(time, threads, frames)], merged in time order

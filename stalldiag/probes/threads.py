@@ -20,6 +20,7 @@ POLL_SYSCALLS = ("poll", "ppoll")
 EPOLL_SYSCALLS = ("epoll_wait", "epoll_pwait", "epoll_pwait2")
 SELECT_SYSCALLS = ("select", "pselect6")
 MAX_WATCHED_FDS = 16
+NANOSLEEPS = ("clock_nanosleep", "nanosleep")   # their wait detail is the time left
 TIMER_ABSTIME = 1
 # A blocked thread that has not run is repeated from its last sample, but read in full
 # at least every this many ticks (a thread woken and still waiting for a CPU shows then).
@@ -321,17 +322,24 @@ class ThreadSampler:
             self._release(thread, name)   # the thread is gone (its tid may live on in another thread)
             raise procfs.ProcessGone(name)
         path = procfs.task_dir(pid, thread.tid) + "/" + name
+        try:
+            fd = self._hold(path)
+        except OSError as exc:
+            procfs._fail(exc, path)
+        if fd is None:
+            return procfs.read_text(path).encode()
+        thread.held[name] = fd
+        return self._read_bytes(pid, thread, name, empty_ok)
+
+    def _hold(self, path):
+        """An fd kept open on path for pread, or None once the held fds reach their budget."""
         if self._fd_budget is None:
             self._fd_budget = _fd_budget()
         if self._held >= self._fd_budget:
-            return procfs.read_text(path).encode()
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError as exc:
-            procfs._fail(exc, path)
-        thread.held[name] = fd
+            return None
+        fd = os.open(path, os.O_RDONLY)
         self._held += 1
-        return self._read_bytes(pid, thread, name, empty_ok)
+        return fd
 
     def children(self, pid, full=True):
         """Direct children of a watched process, from the children file of each thread the
@@ -369,15 +377,12 @@ class ThreadSampler:
             except OSError:
                 pass
             self._release_process(record)   # gone: the plain read below says how
-        text = procfs.read_text(procfs.task_dir(record.pid) + "/stat")
-        if self._fd_budget is None:
-            self._fd_budget = _fd_budget()
-        if self._held < self._fd_budget:
-            try:
-                record.stat_fd = os.open(procfs.task_dir(record.pid) + "/stat", os.O_RDONLY)
-                self._held += 1
-            except OSError:
-                pass
+        path = procfs.task_dir(record.pid) + "/stat"
+        text = procfs.read_text(path)
+        try:
+            record.stat_fd = self._hold(path)
+        except OSError:
+            pass
         return text
 
     def _release_process(self, record):
@@ -508,11 +513,11 @@ class ThreadSampler:
 
     @staticmethod
     def _repeat(thread, last, t):
-        """A thread blocked (S/D) at the last tick that has not run since (schedstat's run
-        time, wait time and timeslices are all unchanged) is still in the same syscall with
-        the same arguments: repeat that sample for one small read instead of stat + syscall
-        (+ wchan).  Only S/D: a thread woken but not yet run would still read S here, so
-        every FULL_READ_EVERY-th tick reads it in full anyway."""
+        """Repeat the last sample of a thread still where it was: blocked (S/D) at the last
+        tick and not run since (schedstat's run time, wait time and timeslices unchanged:
+        the same syscall with the same arguments), or woken and back asleep in the very call
+        (_sample_thread).  One small read instead of stat + syscall (+ wchan).  A thread woken
+        but not yet run would still read S, so every FULL_READ_EVERY-th look is in full."""
         thread.stale += 1
         ThreadSampler._quiet(thread)
         thread.last_seen = t
@@ -550,10 +555,7 @@ class ThreadSampler:
                     # It ran, and sleeps again in the very call it slept in (same arguments,
                     # same place): still S, no stat read.  Every FULL_READ_EVERY-th look
                     # reads it in full, and finish() reads every thread's CPU.
-                    thread.stale += 1
-                    self._quiet(thread)
-                    thread.last_seen = t
-                    thread.samples.append([t, "S", last[2], last[3], None])
+                    self._repeat(thread, last, t)
                     return
             # Only the state is needed now; name and CPU are parsed from the last reading
             # when asked for (ThreadRecord.cpu_last, .name).
@@ -689,7 +691,7 @@ def describe_wait(pid, syscall, args, sockets):
                 if raw[fd // 8] >> (fd % 8) & 1:
                     watched.append(fd)
         return {"watching": [fds.describe_fd(pid, fd, sockets) for fd in watched[:MAX_WATCHED_FDS]]}
-    if syscall in ("clock_nanosleep", "nanosleep"):
+    if syscall in NANOSLEEPS:
         ts_addr = args[2] if syscall == "clock_nanosleep" else args[0]
         raw = procfs.read_memory(pid, ts_addr, 16)
         if len(raw) == 16:
