@@ -348,10 +348,10 @@ class Inspection:
         if snapped:
             again = sum(1 for times in snapped.values() if len(times) > 1)
             self.limitations.append(
-                "Python stacks of %d idle processes (under %d%% of a core when sampled) come from one py-spy "
+                "Python stacks of %d idle process%s (under %d%% of a core when sampled) come from one py-spy "
                 "snapshot each%s; their blocked threads sit in the calls /proc samples at %s Hz (each "
                 "process's stack sampling is in the JSON report)"
-                % (len(snapped), round(BUSY_CPU_SHARE * 100),
+                % (len(snapped), "" if len(snapped) == 1 else "es", round(BUSY_CPU_SHARE * 100),
                    ", %d taken again at the window's end (their threads moved)" % again if again else "",
                    self.rate))
         lowered = sorted(pid for pid, hz in recorded.items() if hz < stacks.rate)
