@@ -13,6 +13,13 @@ thread: a tracer stop or SIGSTOP shows as state T/t, sampled every 20 ms).
 interpreter and imports alone, stalldiag with py-spy disabled (/proc part),
 and py-spy alone taking the same samples (the floor).
 
+What is timed is stalldiag as the README installs it: `pip install .` into a
+fresh venv, run as its `stalldiag` console script (--install venv, the
+default).  --install checkout runs `python3 -m stalldiag` from this checkout
+in the bench's own interpreter instead: every .pth file of that interpreter's
+site-packages (an editable install's finder, a sandbox's CA hook) then runs at
+every start, which is the environment's cost, not stalldiag's.
+
     python3 bench/scale.py --sizes 8x12,160x8 --runs 3 --out bench/results-scale.json
     python3 bench/scale.py --sizes 8x12 --runs 1 --breakdown
 """
@@ -36,10 +43,31 @@ from overhead import (descendants, finish, finish_target, log, read_line, spawn,
                       system_busy_s, cleanup_all, machine, loadavg)
 
 
+# How stalldiag is started: set by install() before anything is timed.
+PYTHON = sys.executable           # the interpreter stalldiag runs in
+STALLDIAG = [sys.executable, "-m", "stalldiag"]
+
+
 def env():
     e = dict(os.environ)
-    e["PYTHONPATH"] = REPO + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
+    if PYTHON == sys.executable:   # the checkout, not an installed copy
+        e["PYTHONPATH"] = REPO + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
     return e
+
+
+def install(how, workdir):
+    """Point PYTHON/STALLDIAG at the stalldiag to time; returns a line saying which."""
+    global PYTHON, STALLDIAG
+    if how == "checkout":
+        compile_package()
+        return "%s -m stalldiag from %s" % (sys.executable, REPO)
+    venv = os.path.join(workdir, "venv")
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    subprocess.run([os.path.join(venv, "bin", "pip"), "install", "-q", REPO], check=True,
+                   stdout=subprocess.DEVNULL)
+    PYTHON = os.path.join(venv, "bin", "python")
+    STALLDIAG = [os.path.join(venv, "bin", "stalldiag")]
+    return "pip install . into a fresh venv, run as %s" % STALLDIAG[0]
 
 
 def start_tree(n, threads):
@@ -100,8 +128,8 @@ def inspect_once(tree, window, workdir, extra_env=None, stopwatch=True):
     if watch:
         watch.start()
     busy0 = system_busy_s()
-    rc, cpu, wall, err = timed([sys.executable, "-m", "stalldiag", "inspect", str(tree.pid), "--children",
-                                "--duration", str(window), "-o", out], window * 4 + 60, extra_env)
+    rc, cpu, wall, err = timed(STALLDIAG + ["inspect", str(tree.pid), "--children",
+                                            "--duration", str(window), "-o", out], window * 4 + 60, extra_env)
     busy = system_busy_s() - busy0
     if watch:
         watch.done = True
@@ -158,11 +186,10 @@ def pyspy_floor(sampling, window, workdir):
 
 
 def pyspy_binary():
-    """The py-spy stalldiag runs (beside this Python, else PATH): not a pyenv shim on PATH,
+    """The py-spy stalldiag runs (beside its Python, else PATH): not a pyenv shim on PATH,
     whose bash and `pyenv exec` cost more than py-spy itself."""
-    sys.path.insert(0, REPO)
-    from stalldiag.probes.stacks import find_pyspy
-    return find_pyspy()
+    return subprocess.run([PYTHON, "-c", "from stalldiag.probes.stacks import find_pyspy; print(find_pyspy())"],
+                          env=env(), capture_output=True, text=True, check=True).stdout.strip()
 
 
 def compile_package():
@@ -174,9 +201,9 @@ def compile_package():
 
 def breakdown(tree, window, workdir):
     parts = {}
-    rc, cpu, wall, _ = timed([sys.executable, "-c", "pass"], 30)
+    rc, cpu, wall, _ = timed([PYTHON, "-c", "pass"], 30)
     parts["python_start_s"] = round(cpu, 3)
-    rc, cpu, wall, _ = timed([sys.executable, "-c", "import stalldiag.cli, stalldiag.session"], 30)
+    rc, cpu, wall, _ = timed([PYTHON, "-c", "import stalldiag.cli, stalldiag.session"], 30)
     parts["python_start_and_imports_s"] = round(cpu, 3)
     row = inspect_once(tree, window, workdir, {"STALLDIAG_PYSPY": "/nonexistent"}, stopwatch=False)
     parts["stalldiag_without_pyspy_s"] = row["cpu_s"]
@@ -193,11 +220,14 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--window", type=float, default=10)
     ap.add_argument("--breakdown", action="store_true")
+    ap.add_argument("--install", choices=("venv", "checkout"), default="venv",
+                    help="time stalldiag pip-installed in a fresh venv (default) or run from this checkout")
     ap.add_argument("--out")
     args = ap.parse_args()
-    compile_package()
     workdir = tempfile.mkdtemp(prefix="stalldiag-scale-")
-    results = {"machine": machine(), "date": datetime.date.today().isoformat(),
+    installed = install(args.install, workdir)
+    log("timing: " + installed)
+    results = {"machine": machine(), "date": datetime.date.today().isoformat(), "stalldiag": installed,
                "commit": subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
                                         capture_output=True, text=True).stdout.strip(),
                "window_s": args.window, "load_start": loadavg(), "sizes": []}

@@ -5,6 +5,7 @@ recorded from the workloads in fixtures/workloads (tools/record_captures.py,
 tools/gpu_proof.sh).
 """
 import json
+import re
 
 import pytest
 
@@ -29,6 +30,39 @@ def _frames():
 
 def _row_id(row):
     return "%s:%s:%s" % (row.framework, row.kind, row.function[:30])
+
+
+# file paths py-spy reports in forms the captures may lack: relative, other prefixes, frozen
+OTHER_FILES = ["threading.py", "queue.py", "/usr/lib/python3.8/threading.py", "<frozen importlib._bootstrap>",
+               "/opt/conda/lib/python3.10/site-packages/torch/_inductor/codegen/triton.py",
+               "/x/site-packages/triton/backends/nvidia/compiler.py", "/x/site-packages/filelock/_core/_acquire.py",
+               "/x/site-packages/torch/distributed/elastic/rendezvous/dynamic_rendezvous.py"]
+
+
+@pytest.mark.parametrize("row", frame_table.FRAME_PATTERNS + frame_table.FRAMEWORK_PATTERNS, ids=_row_id)
+def test_a_row_needle_never_hides_a_match(row):
+    """A row's regexes run only on frames whose file contains its needle: every file the
+    pattern matches must contain it, or matching would silently lose frames."""
+    needle = frame_table.file_needle(row.file)
+    file_re = re.compile(row.file)
+    files = {frame[1] for _name, frame in _frames() if frame[1]} | set(OTHER_FILES)
+    matched = [f for f in files if file_re.search(f)]
+    assert matched, row
+    assert [f for f in matched if needle not in f] == []
+
+
+@pytest.mark.parametrize("pattern, needle", [
+    (r"(^|/)threading\.py$", "threading.py"),
+    (r"torch/_dynamo/(convert_frame|guards)", "torch/_dynamo/"),
+    (r"^abc", "abc"),
+    (r"ab?c", "a"),                 # b may be absent
+    (r"ab+c", "a"),
+    (r"x\.py$|y\.py$", ""),       # alternation at the top: no needle
+    (r"(?i)foo", ""),
+    (r"a[|]b", "a"),                # a '|' in a class is not an alternation
+])
+def test_file_needle(pattern, needle):
+    assert frame_table.file_needle(pattern) == needle
 
 
 @pytest.mark.parametrize("row", frame_table.FRAME_PATTERNS + frame_table.FRAMEWORK_PATTERNS, ids=_row_id)
