@@ -15,7 +15,6 @@ import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 
@@ -165,7 +164,6 @@ class StackProbe:
             self.limitation = "py-spy %s is older than %s: no Python stacks" % (
                 ".".join(map(str, version)), ".".join(map(str, MIN_PYSPY)))
             return False
-        self._tmpdir = tempfile.mkdtemp(prefix="stalldiag-")
         self.usable = True
         return True
 
@@ -214,6 +212,9 @@ class StackProbe:
         self._end_snapshots = [pid for pid in pids if pid in self.snapshots]
 
     def _start_recorder(self, pid, rate):
+        if self._tmpdir is None:   # only recorders write files: an idle tree needs none
+            import tempfile
+            self._tmpdir = tempfile.mkdtemp(prefix="stalldiag-")
         outfile = os.path.join(self._tmpdir, "stacks-%d.json" % pid)
         errfile = open(os.path.join(self._tmpdir, "stderr-%d.txt" % pid), "w+")
         # A long --duration: we stop py-spy ourselves with SIGINT at the end of
