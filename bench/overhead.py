@@ -16,6 +16,7 @@ import datetime
 import json
 import os
 import platform
+import random
 import re
 import resource
 import shutil
@@ -538,6 +539,7 @@ def measure_row(args, workdir, target, obs):
                    baseline_mean=statistics.mean(bases), observed_mean=statistics.mean(obsd),
                    ratio=statistics.mean(obsd) / statistics.mean(bases),
                    ratio_min=min(ratios), ratio_max=max(ratios),
+                   ratio_ci95=ratio_interval(bases, obsd),
                    observer_cpu_pct=100 * statistics.mean(cpu) if cpu else None,
                    background_pct_max=max(max(r["cpu_baseline"]["background_pct"] or 0,
                                               r["cpu_observed"]["background_pct"] or 0) for r in good))
@@ -667,6 +669,22 @@ def loadavg():
         return None
 
 
+def ratio_interval(bases, observed, draws=4000):
+    """95% bootstrap interval of mean(observed) / mean(baseline), resampling whole rounds (a
+    round's two intervals stay paired): on a shared VM the target's own rate moves by 10-25%
+    between intervals, and a ratio is only worth the interval around it."""
+    rng = random.Random(0)
+    n = len(bases)
+    if n < 2:
+        return None
+    ratios = []
+    for _ in range(draws):
+        picks = [rng.randrange(n) for _ in range(n)]
+        ratios.append(sum(observed[i] for i in picks) / sum(bases[i] for i in picks))
+    ratios.sort()
+    return [ratios[int(0.025 * draws)], ratios[int(0.975 * draws) - 1]]
+
+
 def fmt_ratio(x):
     return "-" if x is None else "%.2f" % x
 
@@ -693,7 +711,8 @@ def markdown(results):
     if results.get("part_a"):
         lines.append("")
         lines.append("**Target throughput with the observer attached** (observed / baseline, mean of %d "
-                     "alternating %g s intervals; spread = min-max of per-round ratios; 1.00 = no slowdown)"
+                     "alternating %g s intervals; 95%% CI: bootstrap over rounds; spread = min-max of "
+                     "per-round ratios; 1.00 = no slowdown)"
                      % (cfg["rounds"], cfg["interval"]))
         bg = [r.get("background_pct_max") or 0 for r in results["part_a"]]
         if bg and max(bg) > BACKGROUND_WARN_PCT:
@@ -701,8 +720,8 @@ def markdown(results):
             lines.append("**Warning:** other work used up to %.0f%% of a core during some intervals "
                          "(rows marked `*`); those ratios are noisy." % max(bg))
         lines.append("")
-        lines.append("| target | observer | throughput ratio | spread | baseline rate | observer CPU |")
-        lines.append("|---|---|---:|---:|---:|---:|")
+        lines.append("| target | observer | throughput ratio | 95% CI | spread | baseline rate | observer CPU |")
+        lines.append("|---|---|---:|---:|---:|---:|---:|")
         for r in results["part_a"]:
             unit = TARGETS[r["target"]]["unit"]
             if r.get("status") in ("ok", "partial"):
@@ -713,13 +732,15 @@ def markdown(results):
                 backends = {x.get("report", {}).get("syscall_backend") for x in r["rounds"]} - {None}
                 if r["observer"] == "stalldiag-exact" and backends:
                     label += " (%s)" % ",".join(sorted(backends))
-                lines.append("| %s | %s | %s%s | %s-%s | %s %s/s | %s |" % (
+                ci = r.get("ratio_ci95")
+                lines.append("| %s | %s | %s%s | %s | %s-%s | %s %s/s | %s |" % (
                     r["target"], label, fmt_ratio(r["ratio"]), note,
+                    "%s-%s" % (fmt_ratio(ci[0]), fmt_ratio(ci[1])) if ci else "-",
                     fmt_ratio(r["ratio_min"]), fmt_ratio(r["ratio_max"]), fmt_rate(r["baseline_mean"]), unit,
                     "%.0f%%" % r["observer_cpu_pct"] if r.get("observer_cpu_pct") is not None else "-"))
             else:
                 label = "n/a" if r.get("status") == "n/a" else "error: %s" % short(r.get("error"))
-                lines.append("| %s | %s | %s | - | - | - |" % (r["target"], OBSERVER_LABELS[r["observer"]], label))
+                lines.append("| %s | %s | %s | - | - | - | - |" % (r["target"], OBSERVER_LABELS[r["observer"]], label))
     if results.get("part_b"):
         lines.append("")
         lines.append("**stalldiag's own cost** (`stalldiag inspect ROOT --children --duration %s` on an idle tree, "
