@@ -72,7 +72,10 @@ def _key_values(text):
 def schedstat(pid, tid=None, on_error=None):
     """{"run_ns", "wait_ns", "slices"}: time on a CPU, time runnable waiting for one
     (CPU contention, or a cgroup quota throttling it), and timeslices run."""
-    text = _read(procfs.task_dir(pid, tid) + "/schedstat", on_error, "schedstat")
+    return parse_schedstat(_read(procfs.task_dir(pid, tid) + "/schedstat", on_error, "schedstat"))
+
+
+def parse_schedstat(text):
     parts = (text or "").split()
     if len(parts) < 3:
         return None

@@ -269,6 +269,7 @@ class ThreadSampler:
         self.records = {}          # (pid, start_time) -> ProcessRecord
         self.live = {}             # pid -> (pid, start_time) currently watched
         self.sockets = fds.SocketTable()
+        self._maps = {}            # pid -> shared file mappings, for this tick (shared_mapping)
         self._wait_cache = {}      # (pid, tid, syscall, args) -> detail index
         self.cgroups = kernel_state.CgroupCache()
         self.ticks = 0
@@ -403,6 +404,7 @@ class ThreadSampler:
     def tick(self):
         t = round(self.now(), 3)
         self.ticks += 1
+        self._maps.clear()
         for pid, key in list(self.live.items()):
             record = self.records[key]
             try:
@@ -565,7 +567,7 @@ class ThreadSampler:
             comm = cpu = None
         if thread.cpu_first is None:
             thread.cpu_first = cpu if cpu is not None else thread.cpu_last
-            thread.kernel_first = kernel_state.thread_snapshot(pid, tid, record._error)
+            thread.kernel_first = self._first_snapshot(record, thread)
         thread.last_seen = t
         if cpu is not None:
             thread.cpu_last, thread.name = cpu, comm
@@ -596,6 +598,18 @@ class ThreadSampler:
         thread.samples.append(sample)
         thread.stale = 0
 
+    def _first_snapshot(self, record, thread):
+        """kernel_state.thread_snapshot, its schedstat read through the fd the ticks go on to
+        hold: the next tick can then tell that the thread has not run since (and costs one
+        read, not a full sample)."""
+        try:
+            sched = self._read_bytes(record.pid, thread, "schedstat")
+        except procfs.ProcfsError:
+            return kernel_state.thread_snapshot(record.pid, thread.tid, record._error)
+        thread.sched_text = sched
+        return {"sched": kernel_state.parse_schedstat(sched.decode()),
+                "ctx": kernel_state.ctx_switches(record.pid, thread.tid, record._error)}
+
     def _unchanged(self, record, thread, t):
         """_repeat the last sample if schedstat says the thread has not run since (the
         first reading of a thread, opening the held fd, comes here)."""
@@ -617,7 +631,7 @@ class ThreadSampler:
         if cache_key in self._wait_cache:
             return self._wait_cache[cache_key]
         try:
-            detail = describe_wait(record.pid, syscall, args, self.sockets)
+            detail = describe_wait(record.pid, syscall, args, self.sockets, self._maps)
         except procfs.AccessDenied:
             record.denied.add("fd")
             detail = None
@@ -656,8 +670,9 @@ def _moves(detail):
     return fd.get("kind") == "file" and "pos" in fd
 
 
-def describe_wait(pid, syscall, args, sockets):
-    """What a thread blocked in syscall(args) is waiting on, as a small dict."""
+def describe_wait(pid, syscall, args, sockets, maps=None):
+    """What a thread blocked in syscall(args) is waiting on, as a small dict (maps: see
+    shared_mapping)."""
     if syscall in EPOLL_SYSCALLS:
         watched = procfs.fdinfo(pid, _signed32(args[0]))["tfd"][:MAX_WATCHED_FDS]
         return {"epoll_fd": _signed32(args[0]), "watching": [fds.describe_fd(pid, fd, sockets) for fd in watched]}
@@ -673,7 +688,7 @@ def describe_wait(pid, syscall, args, sockets):
         return {"child": child}
     if syscall == "futex":
         detail = {"futex": "0x%x" % args[0]}
-        shared = shared_mapping(pid, args[0])
+        shared = shared_mapping(pid, args[0], maps)
         if shared:
             detail["shared"] = shared
         return detail
@@ -708,21 +723,25 @@ def describe_wait(pid, syscall, args, sockets):
     return None
 
 
-def shared_mapping(pid, address):
+def shared_mapping(pid, address, maps=None):
     """"path+offset" when a futex word lives in a file mapping (a multiprocessing
-    semaphore in /dev/shm), so waits of two processes on one lock can be matched."""
-    try:
-        maps = procfs.read_text("/proc/%d/maps" % pid)
-    except procfs.ProcfsError:
-        return None
-    for line in maps.splitlines():
-        parts = line.split(None, 5)
-        if len(parts) < 6:
-            continue
-        start, end = (int(x, 16) for x in parts[0].split("-"))
+    semaphore in /dev/shm), so waits of two processes on one lock can be matched.
+    maps: {pid: shared file mappings}, kept for one tick (a tree's first tick finds a
+    dozen lock waiters per process; /proc/PID/maps was read for each)."""
+    maps = {} if maps is None else maps
+    if pid not in maps:
+        try:
+            text = procfs.read_text("/proc/%d/maps" % pid)
+        except procfs.ProcfsError:
+            return None
+        maps[pid] = shared = []
+        for line in text.splitlines():
+            parts = line.split(None, 5)
+            if len(parts) < 6 or parts[1][3] != "s" or not parts[5].strip():
+                continue   # only a shared file mapping holds a futex another process can wait on
+            start, end = (int(x, 16) for x in parts[0].split("-"))
+            shared.append((start, end, parts[5].strip(), int(parts[2], 16)))
+    for start, end, path, offset in maps[pid]:
         if start <= address < end:
-            path = parts[5].strip()
-            if parts[1][3] != "s" or not path:
-                return None
-            return "%s+0x%x" % (path, address - start + int(parts[2], 16))
+            return "%s+0x%x" % (path, address - start + offset)
     return None
