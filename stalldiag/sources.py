@@ -1,16 +1,21 @@
 """Source lines of sampled frames, read at capture time from the target's files.
 
 A frame "w (train.py:6)" says little; "with a:" inside "with b:" says which
-lock a thread holds and which it wants.  Files are read through
+lock a thread holds and which it wants, and so does a "b.acquire()" earlier in
+the same function that no "b.release()" followed.  Files are read through
 /proc/PID/root so a target in another mount namespace is read correctly.
 The diagnosis only looks at what is stored here; it never reads files.
 """
 import os
+import re
 
 from .redact import redact_text
 
 MAX_LINE = 200
 MAX_ENCLOSING = 5
+MAX_ACQUIRED = 3
+ACQUIRE = re.compile(r"([\w.\[\]]+)\.acquire\(")
+RELEASE = re.compile(r"([\w.\[\]]+)\.release\(")
 
 
 def _indent(text):
@@ -52,7 +57,11 @@ def annotate(frames, pid_for_frame, cache=None):
             frame.append(None)
             continue
         code = lines[lineno - 1]
-        frame.append({"code": redact_text(code.strip()[:MAX_LINE]), "within": _enclosing(lines, lineno)})
+        source = {"code": redact_text(code.strip()[:MAX_LINE]), "within": _enclosing(lines, lineno)}
+        acquired = _acquired(lines, lineno)
+        if acquired:
+            source["acquired"] = acquired
+        frame.append(source)
     return frames
 
 
@@ -85,3 +94,25 @@ def _enclosing(lines, lineno):
             if level == 0:
                 break
     return found
+
+
+def _acquired(lines, lineno):
+    """`X.acquire()` lines of the function around line lineno, before it, that no
+    `X.release()` followed before it: locks the frame took by hand and still holds."""
+    level = _indent(lines[lineno - 1])
+    start = 0
+    for number in range(lineno - 2, -1, -1):
+        text = lines[number]
+        if text.strip() and _indent(text) < level and text.lstrip().startswith(("def ", "async def ")):
+            start = number + 1
+            break
+        if text.strip() and not text.lstrip().startswith("#"):
+            level = min(level, _indent(text))
+    held = {}
+    for number in range(start, lineno - 1):
+        text = lines[number].split("#", 1)[0]
+        for match in ACQUIRE.finditer(text):
+            held[match.group(1)] = {"line": number + 1, "code": redact_text(lines[number].strip()[:MAX_LINE])}
+        for match in RELEASE.finditer(text):
+            held.pop(match.group(1), None)
+    return list(held.values())[-MAX_ACQUIRED:]

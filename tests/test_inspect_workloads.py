@@ -141,3 +141,17 @@ def test_native_frames_are_opt_in_and_say_they_pause_the_target(launch):
     assert any("--native" in line and "paused" in line for line in report["limitations"])
     assert report["verdict"]["category"] == "cpu"
     assert "collatz_forever" in evidence(report)
+
+
+def test_a_thread_that_takes_its_own_lock_twice_is_the_culprit(launch):
+    """The wait-for graph has a self-loop: 'flusher' holds stats_lock (acquired by hand) and
+    waits on it; the recorders wait on the same lock, so their edge leads to 'flusher'."""
+    w = launch("self_deadlock.py")
+    report = inspect_json(w.pid)
+    verdict = report["verdict"]
+    flusher = thread_named(report, w.pid, "flusher")
+    assert verdict["category"] == "locks"
+    assert (verdict["pid"], verdict["tid"]) == (w.pid, flusher["tid"])
+    deadlock = next(f for f in report["findings"] if f["kind"] == "deadlock")
+    assert deadlock["summary"].startswith("self-deadlock") and "`stats_lock`" in deadlock["summary"]
+    assert "recorder-0" in deadlock["summary"] and "recorder-1" in deadlock["summary"]

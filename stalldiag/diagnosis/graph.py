@@ -190,9 +190,13 @@ class WaitGraph:
             holder = self.file_lock_holder(view, seen)
             if holder:
                 return holder
-            cycle = self.lock_cycle(view, seen)
-            if cycle:
-                return cycle
+            if view.share >= 0.8 and self_held(view):
+                self._self_deadlock(view)
+                return None   # it waits on itself: the end of the chain
+            holder = (self.lock_order_partner(view, seen) or self.named_lock_holder(view, seen)
+                      or self.lock_cycle(view, seen))
+            if holder:
+                return holder
             if self.held_at_fork(view):
                 return None
         others = [v for v in self.by_pid.get(view.pid, []) if (v.pid, v.tid) not in seen and v.n_samples
@@ -310,10 +314,38 @@ class WaitGraph:
                 return thread
         return None
 
-    def lock_cycle(self, view, seen):
-        """Threads stuck on locks (in this process, or on a lock shared between processes)."""
-        if view.share < 0.8:
+    def _self_deadlock(self, view):
+        wants, (frame, held) = lock_intent(view)["wants"], self_held(view)
+        same = [v for v in self.by_pid.get(view.pid, []) if v is not view and v.kind == "lock"
+                and _futex_word(v) and _futex_word(v) == _futex_word(view)]
+        self.findings.append(finding(
+            "deadlock",
+            "self-deadlock: %s waits for `%s`, which it already holds (%s, line %d, in %s): a threading.Lock "
+            "is not reentrant, so nothing can release it%s"
+            % (view.label, wants, "`%s`" % held["code"], held["line"], frame[0],
+               "; %s wait%s on the same lock" % (", ".join(v.label for v in same), "" if len(same) > 1 else "s")
+               if same else ""), view))
+
+    def named_lock_holder(self, view, seen):
+        """The thread of the process that holds, by name, the lock a waiter wants (inside
+        `with X:`, or after an unreleased X.acquire()).  One that waits on the same futex word
+        first: holding a lock of that name while blocked on this very lock, it is the one
+        stuck inside it."""
+        wants = lock_intent(view)["wants"]
+        if not wants or view.share < 0.8:
             return None
+        holders = [v for v in self.by_pid.get(view.pid, []) if v is not view and (v.pid, v.tid) not in seen
+                   and wants in {name for name, _frame, _held in held_locks(v)}]
+        if not holders:
+            return None
+        word = _futex_word(view)
+        return max(holders, key=lambda v: (bool(word) and _futex_word(v) == word, v.share))
+
+    def _lock_waiters(self, view, seen):
+        """Other threads stuck on locks with view (in its process, or on a lock shared between
+        processes); [] when one of the process's threads runs (contention, not a deadlock)."""
+        if view.share < 0.8:
+            return []
         shared = _shared_futex(view)
         candidates = []
         for other in self.views:
@@ -322,13 +354,15 @@ class WaitGraph:
             if other.pid == view.pid or (shared and _shared_futex(other)) or \
                     self.related(view.pid, other.pid) and _shared_futex(other):
                 candidates.append(other)
-        if not candidates:
-            return None
         same = [v for v in self.by_pid.get(view.pid, []) if v.kind == "cpu" and v.share > 0.5]
         if same and all(c.pid == view.pid for c in candidates):
-            return None  # someone runs: contention, not a deadlock
+            return []
+        return candidates
+
+    def lock_order_partner(self, view, seen):
+        """The lock waiter that holds what view wants while wanting what view holds."""
         mine = lock_intent(view)
-        for other in candidates:
+        for other in self._lock_waiters(view, seen):
             theirs = lock_intent(other)
             if mine["wants"] and theirs["wants"] and mine["wants"] in theirs["holds"] \
                     and theirs["wants"] in mine["holds"]:
@@ -339,6 +373,13 @@ class WaitGraph:
                     % (where, view.label, theirs["wants"], mine["wants"],
                        other.label, mine["wants"], theirs["wants"]), other))
                 return other
+        return None
+
+    def lock_cycle(self, view, seen):
+        """Nobody is known to hold what view wants, and other threads are stuck on locks too."""
+        candidates = self._lock_waiters(view, seen)
+        if not candidates:
+            return None
         other = max(candidates, key=lambda v: (v.pid == view.pid, v.share))
         self.findings.append(finding(
             "deadlock",
@@ -643,18 +684,64 @@ def _shared_futex(view):
 
 
 def lock_intent(view):
-    """Names of locks a thread holds (enclosing `with X:`) and wants (the line it waits on)."""
+    """Names of locks a thread holds (enclosing `with X:`, or an X.acquire() earlier in the
+    function) and wants (the line it waits on)."""
     holds, wants = [], None
     frame = view.user_frame()
     if frame and len(frame) > 3 and isinstance(frame[3], dict):
         code = frame[3].get("code") or ""
         match = LOCK_NAME.match(code) or ACQUIRE_NAME.search(code)
         wants = match.group(1) if match else None
-        for opener in frame[3].get("within") or []:
-            m = LOCK_NAME.match(opener.get("code") or "")
-            if m:
-                holds.append(m.group(1))
+        holds = [name for name, _held in _frame_holds(frame)]
     return {"holds": holds, "wants": wants}
+
+
+def _frame_holds(frame):
+    """(name, source entry) of the locks one annotated frame is inside or took by hand."""
+    source = frame[3] if len(frame) > 3 and isinstance(frame[3], dict) else {}
+    found = []
+    for opener in source.get("within") or []:
+        match = LOCK_NAME.match(opener.get("code") or "")
+        if match:
+            found.append((match.group(1), opener))
+    for taken in source.get("acquired") or []:
+        match = ACQUIRE_NAME.search(taken.get("code") or "")
+        if match:
+            found.append((match.group(1), taken))
+    return found
+
+
+def held_locks(view):
+    """(name, frame, source entry) of every lock the frames of a thread's top stack hold."""
+    return [(name, frame, held) for frame in view.top_stack or [] for name, held in _frame_holds(frame)]
+
+
+def _method_class(function):
+    # py-spy names methods "Class.method" on Python 3.11+, "method" before
+    return function.rsplit(".", 1)[0] if function and "." in function else None
+
+
+def self_held(view):
+    """(frame, source entry) where a thread already took the lock it now waits for, or None.
+    `self.x` in an outer frame is the same lock only in a method of the same class (another
+    object's lock of that name is a different lock); other names are taken to be the same."""
+    wants = lock_intent(view)["wants"]
+    inner = view.user_frame()
+    if not wants or not inner:
+        return None
+    cls = _method_class(inner[0])
+    for frame in view.top_stack or []:
+        if frame is not inner and wants.startswith("self.") and (cls is None or _method_class(frame[0]) != cls):
+            continue
+        for name, held in _frame_holds(frame):
+            if name == wants:
+                return frame, held
+    return None
+
+
+def _futex_word(view):
+    detail = view.top_detail()
+    return detail.get("futex") if isinstance(detail, dict) else None
 
 
 def held_in_window(view):
