@@ -61,6 +61,9 @@ def annotate(frames, pid_for_frame, cache=None):
         acquired = _acquired(lines, lineno)
         if acquired:
             source["acquired"] = acquired
+        owner = _method_class(lines, lineno)
+        if owner:
+            source["class"] = owner   # py-spy names the class only on Python 3.11+
         frame.append(source)
     return frames
 
@@ -94,6 +97,28 @@ def _enclosing(lines, lineno):
             if level == 0:
                 break
     return found
+
+
+CLASS_NAME = re.compile(r"class\s+(\w+)")
+
+
+def _method_class(lines, lineno):
+    """Name of the class whose method holds line lineno, or None (a function, not a method)."""
+    level, at_def = _indent(lines[lineno - 1]), None
+    for number in range(lineno - 2, -1, -1):
+        text = lines[number]
+        stripped = text.strip()
+        if not stripped or stripped.startswith(("#", "@")) or _indent(text) >= level:
+            continue
+        level = _indent(text)
+        if at_def is not None:
+            match = CLASS_NAME.match(stripped)
+            return match.group(1) if match else None
+        if stripped.startswith(("def ", "async def ")):
+            at_def = number
+        if level == 0:
+            return None
+    return None
 
 
 def _acquired(lines, lineno):

@@ -83,3 +83,17 @@ def test_input_workers_on_slow_storage_on_every_python(launch, target_python, tm
     assert report["chain"][0]["pid"] == w.pid and report["chain"][-1]["pid"] in workers
     for pid in [w.pid] + workers:
         check_thread_matching(report, pid, minor)
+
+
+def test_a_method_re_entering_its_lock_on_every_python(launch, target_python):
+    """Before 3.11 py-spy names a method without its class: the class comes from the source,
+    or another object's lock of the same name (the decoy 'refresher') is taken for this one."""
+    minor, python = target_python
+    w = launch_with(launch, python, "self_deadlock_nested.py")
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    register = next(t for t in process_of(report, w.pid)["threads"] if t["name"] == "register")
+    assert verdict["category"] == "locks"
+    assert verdict["tid"] == register["tid"]
+    assert verdict["summary"].startswith("Self-deadlock")
+    check_thread_matching(report, w.pid, minor)

@@ -339,7 +339,14 @@ class WaitGraph:
         if not holders:
             return None
         word = _futex_word(view)
-        return max(holders, key=lambda v: (bool(word) and _futex_word(v) == word, v.share))
+        holder = max(holders, key=lambda v: (bool(word) and _futex_word(v) == word, v.share))
+        if not (holder.kind == "lock" and self_held(holder)):   # a self-deadlock says so itself
+            _name, frame, held = next(h for h in held_locks(holder) if h[0] == wants)
+            self.findings.append(finding(
+                "lock-holder", "%s holds `%s` (`%s`, line %d, in %s), which %s waits for; it is %s"
+                % (holder.label, wants, held["code"], held["line"], frame[0], view.label,
+                   _doing(holder)), holder))
+        return holder
 
     def _lock_waiters(self, view, seen):
         """Other threads stuck on locks with view (in its process, or on a lock shared between
@@ -716,9 +723,12 @@ def held_locks(view):
     return [(name, frame, held) for frame in view.top_stack or [] for name, held in _frame_holds(frame)]
 
 
-def _method_class(function):
-    # py-spy names methods "Class.method" on Python 3.11+, "method" before
-    return function.rsplit(".", 1)[0] if function and "." in function else None
+def _method_class(frame):
+    # py-spy names methods "Class.method" on Python 3.11+; before, the source says
+    source = frame[3] if len(frame) > 3 and isinstance(frame[3], dict) else {}
+    if source.get("class"):
+        return source["class"]
+    return frame[0].rsplit(".", 1)[0] if frame[0] and "." in frame[0] else None
 
 
 def self_held(view):
@@ -729,14 +739,20 @@ def self_held(view):
     inner = view.user_frame()
     if not wants or not inner:
         return None
-    cls = _method_class(inner[0])
+    cls = _method_class(inner)
     for frame in view.top_stack or []:
-        if frame is not inner and wants.startswith("self.") and (cls is None or _method_class(frame[0]) != cls):
+        if frame is not inner and wants.startswith("self.") and (cls is None or _method_class(frame) != cls):
             continue
         for name, held in _frame_holds(frame):
             if name == wants:
                 return frame, held
     return None
+
+
+def _doing(view):
+    call = view.activity.most_common(1)[0][0] if view.activity else "unknown"
+    return "running" if call == "running" else "%s in %s" % ("blocked" if view.kind != "sleep" else "sleeping",
+                                                              call)
 
 
 def _futex_word(view):
