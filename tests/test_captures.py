@@ -62,6 +62,10 @@ EXPECTED = [
     ("shell_launcher", "sleep", "main", "MainThread", ["poll_for_work"], set()),
     ("mpirun_launcher", "sleep", "rank 0", "MainThread", ["poll_for_work"], set()),
     ("accelerate_launcher", "sleep", "main", "MainThread", ["poll_for_work"], set()),
+    # the training loop runnable in 40% of the samples (throttled, 0.00 s of CPU) and in DataLoader
+    # frames in all: its wait is the batch, not the socket it was caught reading (was "network")
+    ("dataloader_quota_main_runnable", "cpu", "dataloader-worker", None, ["throttled by its cgroup CPU quota"],
+     set()),
     # --- measured on H200 GPUs ---
     ("gpu_matmul", "cuda", "main", "MainThread", ["SM activity 96", "GPU-bound"], {"gpu-bound"}),
     ("gpu_spin_kernel", "cuda", "main", "MainThread", ["looks hung", "SM activity 0.8%"], {"hung-kernel"}),

@@ -624,12 +624,15 @@ def _kind_from_state(view):
     state = view.state
     if state is None:
         return
-    if state.condition == "blocked" and view.kind == "cpu":
-        # caught runnable between timed waits: what it waits in is its most common syscall
+    if state.condition == "blocked" and view.kernel_kind == "cpu":
+        # caught runnable between timed waits: what it waits in is its most common syscall, and
+        # what its stack says about that wait (a DataLoader's batch) applies to it as to any wait
         waits = [(n, k) for k, n in view.kernel_kinds.items() if k != "cpu"]
         if waits:
             count, kind = max(waits)
-            view.kind, view.share = kind, max(view.share, count / max(view.n_samples, 1))
+            view.kernel_kind, view.kernel_share = kind, count / max(view.n_samples, 1)
+            view.kind = view._combined_kind()
+            view.share = max(view.share, view.context_share.get(view.kind, view.kernel_share))
     if state.condition == "spinning" and "CUDA" in state.phrase:
         view.kind, view.share = "cuda", max(view.share, view.kernel_share)
     elif state.condition == "spinning":
