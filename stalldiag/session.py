@@ -24,12 +24,17 @@ TREE_RESCAN_S = 0.5
 FULL_RESCAN_EVERY = 4   # rescans between reads of every thread's children file (see _rescan)
 # py-spy costs ~2 ms per sample of a 12-thread process (measured: ~600 process_vm_readv
 # calls) and ~10 ms to attach, so stacks follow what a process does *now*, measured over
-# its first DECIDE_AFTER_S of /proc samples: one using >= BUSY_CPU_SHARE of a core is
-# recorded at the asked rate (within BUSY_STACK_SAMPLES_PER_S for the tree); an idle one
+# its first DECIDE_AFTER_S of /proc samples: one using >= BUSY_CPU_SHARE of a core, or with a
+# thread runnable (R) in >= BUSY_RUNNABLE_SHARE of its samples (wanting a CPU it does not get:
+# throttled by a cgroup quota, or on an oversubscribed machine; its stack moves as a busy
+# one's does, slowly), is recorded at the asked rate (within BUSY_STACK_SAMPLES_PER_S for the
+# tree); an idle one
 # gets one `py-spy dump` (its blocked threads have the same stack at every sample), again at
 # the window's end if its threads moved, and a recorder if it turns busy later.
 # No process goes unsampled.
 BUSY_CPU_SHARE = 0.1
+BUSY_RUNNABLE_SHARE = 0.25
+RUNNABLE_MIN_SAMPLES = 4   # fewer say little: one R sample of two is a thread woken just then
 BUSY_STACK_SAMPLES_PER_S = 24
 DECIDE_AFTER_S = 0.4
 ACTIVITY_CHECK_S = 1.0     # how often an idle process is checked for turning busy
@@ -305,10 +310,10 @@ class Inspection:
             if record.pid in stacks.snapshots:
                 mark = self._activity_marks.get(record.pid)
                 if mark and record.last_seen - mark[0] >= ACTIVITY_CHECK_S:
-                    share = _recent_share(record, mark)
+                    busy = _busy_since(record, mark)
                     self._activity_marks[record.pid] = (record.last_seen, _cpu_ticks(record.stat_last))
                     rate = self._busy_rate(stacks, 1)
-                    if share >= BUSY_CPU_SHARE and self.duration - now >= stacks.lead(rate) + MIN_RECORD_S:
+                    if busy and self.duration - now >= stacks.lead(rate) + MIN_RECORD_S:
                         stacks.add(record.pid, rate)
                 continue
             if record.last_seen - record.first_seen >= decide_after and record.pid not in self._not_python:
@@ -316,7 +321,7 @@ class Inspection:
                     newly.append(record)
                 else:
                     self._not_python.add(record.pid)   # a compiler, a shell: no Python stacks to take
-        busy = [r for r in newly if _recent_share(r, (r.first_seen, _cpu_ticks(r.stat_first))) >= BUSY_CPU_SHARE]
+        busy = [r for r in newly if _busy_since(r, (r.first_seen, _cpu_ticks(r.stat_first)))]
         rate = self._busy_rate(stacks, len(busy))
         for record in newly:
             if record in busy:
@@ -401,6 +406,23 @@ def _recent_share(record, mark):
     if span <= 0 or not record.stat_last:
         return 0.0
     return (_cpu_ticks(record.stat_last) - mark[1]) / procfs.CLK_TCK / span
+
+
+def _busy_since(record, mark):
+    """Busy since mark = (t, CPU ticks): it used BUSY_CPU_SHARE of a core, or one of its threads
+    was runnable in BUSY_RUNNABLE_SHARE of its samples (see BUSY_RUNNABLE_SHARE)."""
+    return _recent_share(record, mark) >= BUSY_CPU_SHARE or _runnable_share(record, mark[0]) >= BUSY_RUNNABLE_SHARE
+
+
+def _runnable_share(record, since):
+    """The largest share of samples since `since` in which one thread was runnable (R), over
+    threads with RUNNABLE_MIN_SAMPLES samples or more."""
+    best = 0.0
+    for thread in record.threads.values():
+        states = [sample[1] for sample in thread.samples if sample[0] >= since]
+        if len(states) >= RUNNABLE_MIN_SAMPLES:
+            best = max(best, states.count("R") / len(states))
+    return best
 
 
 def _signature(record):

@@ -286,6 +286,10 @@ def test_dataloader_under_a_tiny_cpu_quota_is_named_throttled(launch, cpu_quota)
     assert verdict["pid"] in job
     assert re.search(r"(throttl|quota)", text, re.I), text
     assert "on CPU 100%" not in text, text
+    # (added with the runnable-share rule, not part of the held-out check) a worker runnable
+    # nearly all the window gets a recorder, though throttling leaves it ~2% of a core
+    workers = [p for p in report["processes"] if p["pid"] != w.pid and p["pid"] in job]
+    assert any(p.get("stack_rate_hz") for p in workers), [p.get("stack_snapshots") for p in workers]
 
 
 # 8. memory-mapped data on slow storage
