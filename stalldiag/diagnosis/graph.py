@@ -630,9 +630,7 @@ def _kind_from_state(view):
         waits = [(n, k) for k, n in view.kernel_kinds.items() if k != "cpu"]
         if waits:
             count, kind = max(waits)
-            view.kernel_kind, view.kernel_share = kind, count / max(view.n_samples, 1)
-            view.kind = view._combined_kind()
-            view.share = max(view.share, view.context_share.get(view.kind, view.kernel_share))
+            view.rekind(kind, count / max(view.n_samples, 1))
     if state.condition == "spinning" and "CUDA" in state.phrase:
         view.kind, view.share = "cuda", max(view.share, view.kernel_share)
     elif state.condition == "spinning":

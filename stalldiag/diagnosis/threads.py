@@ -101,6 +101,12 @@ class ThreadView:
             return "unknown"
         return kernel
 
+    def rekind(self, kernel_kind, kernel_share):
+        """Take a corrected kernel kind (the state model's); framework context applies to it."""
+        self.kernel_kind, self.kernel_share = kernel_kind, kernel_share
+        self.kind = self._combined_kind()
+        self.share = max(self.share, self.context_share.get(self.kind, kernel_share))
+
     def stacks_by_count(self):
         merged = Counter()
         frames_of = {}
