@@ -419,9 +419,14 @@ def _runnable_share(record, since):
     threads with RUNNABLE_MIN_SAMPLES samples or more."""
     best = 0.0
     for thread in record.threads.values():
-        states = [sample[1] for sample in thread.samples if sample[0] >= since]
-        if len(states) >= RUNNABLE_MIN_SAMPLES:
-            best = max(best, states.count("R") / len(states))
+        runnable = total = 0
+        for sample in reversed(thread.samples):   # newest first: only the samples since the mark
+            if sample[0] < since:
+                break
+            total += 1
+            runnable += sample[1] == "R"
+        if total >= RUNNABLE_MIN_SAMPLES:
+            best = max(best, runnable / total)
     return best
 
 

@@ -9,13 +9,12 @@ The diagnosis only looks at what is stored here; it never reads files.
 import os
 import re
 
+from .knowledge.frames import LOCK_ACQUIRE, LOCK_RELEASE
 from .redact import redact_text
 
 MAX_LINE = 200
 MAX_ENCLOSING = 5
 MAX_ACQUIRED = 3
-ACQUIRE = re.compile(r"([\w.\[\]]+)\.acquire\(")
-RELEASE = re.compile(r"([\w.\[\]]+)\.release\(")
 
 
 def _indent(text):
@@ -102,42 +101,45 @@ def _enclosing(lines, lineno):
 CLASS_NAME = re.compile(r"class\s+(\w+)")
 
 
+def _def_above(lines, lineno):
+    """Index of the `def` line whose body holds line lineno, or None (module-level code)."""
+    level = _indent(lines[lineno - 1])
+    for number in range(lineno - 2, -1, -1):
+        text = lines[number]
+        stripped = text.strip()
+        if not stripped or stripped.startswith("#") or _indent(text) >= level:
+            continue
+        if stripped.startswith(("def ", "async def ")):
+            return number
+        level = _indent(text)
+    return None
+
+
 def _method_class(lines, lineno):
     """Name of the class whose method holds line lineno, or None (a function, not a method)."""
-    level, at_def = _indent(lines[lineno - 1]), None
-    for number in range(lineno - 2, -1, -1):
+    at_def = _def_above(lines, lineno)
+    if at_def is None:
+        return None
+    level = _indent(lines[at_def])
+    for number in range(at_def - 1, -1, -1):
         text = lines[number]
         stripped = text.strip()
         if not stripped or stripped.startswith(("#", "@")) or _indent(text) >= level:
             continue
-        level = _indent(text)
-        if at_def is not None:
-            match = CLASS_NAME.match(stripped)
-            return match.group(1) if match else None
-        if stripped.startswith(("def ", "async def ")):
-            at_def = number
-        if level == 0:
-            return None
+        match = CLASS_NAME.match(stripped)
+        return match.group(1) if match else None
     return None
 
 
 def _acquired(lines, lineno):
     """`X.acquire()` lines of the function around line lineno, before it, that no
     `X.release()` followed before it: locks the frame took by hand and still holds."""
-    level = _indent(lines[lineno - 1])
-    start = 0
-    for number in range(lineno - 2, -1, -1):
-        text = lines[number]
-        if text.strip() and _indent(text) < level and text.lstrip().startswith(("def ", "async def ")):
-            start = number + 1
-            break
-        if text.strip() and not text.lstrip().startswith("#"):
-            level = min(level, _indent(text))
+    at_def = _def_above(lines, lineno)
     held = {}
-    for number in range(start, lineno - 1):
+    for number in range(0 if at_def is None else at_def + 1, lineno - 1):
         text = lines[number].split("#", 1)[0]
-        for match in ACQUIRE.finditer(text):
+        for match in LOCK_ACQUIRE.finditer(text):
             held[match.group(1)] = {"line": number + 1, "code": redact_text(lines[number].strip()[:MAX_LINE])}
-        for match in RELEASE.finditer(text):
+        for match in LOCK_RELEASE.finditer(text):
             held.pop(match.group(1), None)
     return list(held.values())[-MAX_ACQUIRED:]

@@ -11,6 +11,7 @@ knowledge stays in the knowledge tables; this module only follows waits.
 import re
 from collections import Counter
 
+from ..knowledge.frames import LOCK_ACQUIRE
 from ..knowledge.processes import match_process
 from ..redact import RANK_VARS, first_var
 from .explain import frame_text, process_text
@@ -26,7 +27,6 @@ ACTIVITY_RANK = {
 
 
 LOCK_NAME = re.compile(r"^(?:async\s+)?with\s+([\w.\[\]'\"]+)(?:\s*(?:,|as\b|:))")
-ACQUIRE_NAME = re.compile(r"([\w.\[\]]+)\.acquire\(")
 LAUNCHER_ROLES = ("launcher",)
 OUTSIDE_WHY = {"lock-holder": "holds a lock it waits for", "pipe-peer": "the other end of its pipe"}
 
@@ -190,8 +190,9 @@ class WaitGraph:
             holder = self.file_lock_holder(view, seen)
             if holder:
                 return holder
-            if view.share >= 0.8 and self_held(view):
-                self._self_deadlock(view)
+            held = self_held(view) if view.share >= 0.8 else None
+            if held:
+                self._self_deadlock(view, *held)
                 return None   # it waits on itself: the end of the chain
             holder = (self.lock_order_partner(view, seen) or self.named_lock_holder(view, seen)
                       or self.lock_cycle(view, seen))
@@ -314,8 +315,8 @@ class WaitGraph:
                 return thread
         return None
 
-    def _self_deadlock(self, view):
-        wants, (frame, held) = lock_intent(view)["wants"], self_held(view)
+    def _self_deadlock(self, view, frame, held):
+        wants = lock_intent(view)["wants"]
         same = [v for v in self.by_pid.get(view.pid, []) if v is not view and v.kind == "lock"
                 and _futex_word(v) and _futex_word(v) == _futex_word(view)]
         self.findings.append(finding(
@@ -698,7 +699,7 @@ def lock_intent(view):
     frame = view.user_frame()
     if frame and len(frame) > 3 and isinstance(frame[3], dict):
         code = frame[3].get("code") or ""
-        match = LOCK_NAME.match(code) or ACQUIRE_NAME.search(code)
+        match = LOCK_NAME.match(code) or LOCK_ACQUIRE.search(code)
         wants = match.group(1) if match else None
         holds = [name for name, _held in _frame_holds(frame)]
     return {"holds": holds, "wants": wants}
@@ -713,7 +714,7 @@ def _frame_holds(frame):
         if match:
             found.append((match.group(1), opener))
     for taken in source.get("acquired") or []:
-        match = ACQUIRE_NAME.search(taken.get("code") or "")
+        match = LOCK_ACQUIRE.search(taken.get("code") or "")
         if match:
             found.append((match.group(1), taken))
     return found

@@ -81,6 +81,10 @@ FILE_WAIT_PATHS = {
     "torch FileBaton": (("lock_file_path", None), ("build_directory", "lock")),
 }
 
+# A lock taken or given back by hand in a source line: `X.acquire(` / `X.release(`, X's name.
+LOCK_ACQUIRE = re.compile(r"([\w.\[\]]+)\.acquire\(")
+LOCK_RELEASE = re.compile(r"([\w.\[\]]+)\.release\(")
+
 # A hand-written wait for a file, from source lines: a sleep inside a loop on a file's existence.
 FILE_WAIT_SOURCES = [
     ("user code", re.compile(r"^while\s+(not\s+)?(os\.path\.(exists|isfile|lexists)|[\w.]+\.(exists|is_file))"

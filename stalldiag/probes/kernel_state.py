@@ -97,8 +97,10 @@ def ctx_switches(pid, tid=None, on_error=None):
     return found if len(found) == 2 else None
 
 
-def thread_snapshot(pid, tid, on_error=None):
-    return {"sched": schedstat(pid, tid, on_error), "ctx": ctx_switches(pid, tid, on_error)}
+def thread_snapshot(pid, tid, on_error=None, sched_text=None):
+    """{"sched", "ctx"} of one thread; sched_text: its schedstat, when the caller has read it."""
+    sched = parse_schedstat(sched_text) if sched_text is not None else schedstat(pid, tid, on_error)
+    return {"sched": sched, "ctx": ctx_switches(pid, tid, on_error)}
 
 
 def delta(first, last):

@@ -607,8 +607,7 @@ class ThreadSampler:
         except procfs.ProcfsError:
             return kernel_state.thread_snapshot(record.pid, thread.tid, record._error)
         thread.sched_text = sched
-        return {"sched": kernel_state.parse_schedstat(sched.decode()),
-                "ctx": kernel_state.ctx_switches(record.pid, thread.tid, record._error)}
+        return kernel_state.thread_snapshot(record.pid, thread.tid, record._error, sched.decode())
 
     def _unchanged(self, record, thread, t):
         """_repeat the last sample if schedstat says the thread has not run since (the
