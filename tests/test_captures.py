@@ -139,3 +139,22 @@ def test_mpi_ranks_come_from_open_mpi_variables():
     report = replay("mpirun_launcher")
     assert next(p for p in report["processes"] if p["pid"] == report["capture"]["request"]["pid"])["role"] == "launcher"
     assert [(r["rank"], r["local_rank"]) for r in report["ranks"]["rows"]] == [(0, 0), (1, 1)]
+
+
+# Healthy loops whose 5 Hz /proc samples caught the training loop waiting in (almost) every
+# sample: a DDP step handing its allreduce to gloo's threads, and a loop paced by its input
+# whose period the fixed-rate sampler aliased with.  Both were called stalls ("likely deadlock",
+# "waiting on a thread that sleeps", no progress); the scheduler's accounting says they compute.
+@pytest.mark.parametrize("name", ["ddp_gloo_healthy_caught_asleep", "paced_training_aliased"])
+def test_loop_caught_waiting_in_samples_computes_by_the_scheduler(name):
+    report = replay(name)
+    assert report["verdict"]["progress"]["state"] == "making progress", report["verdict"]["progress"]
+    assert report["verdict"]["category"] == "cpu", report["verdict"]["summary"]
+    assert culprit_thread(report)["name"] == "MainThread"
+    assert "deadlock" not in finding_kinds(report)
+    # what the samples said of it: asleep in 80% or more, while it ran 30% of the window or more
+    capture = load_report(str(CAPTURES / (name + ".json")))
+    pid, tid = report["verdict"]["pid"], report["verdict"]["tid"]
+    raw = next(t for p in capture["processes"] if p["pid"] == pid for t in p["threads"] if t["tid"] == tid)
+    asleep = sum(1 for s in raw["samples"] if s[1] == "S") / len(raw["samples"])
+    assert asleep >= 0.8 and raw["sched"]["run_ns"] / 1e9 >= 0.3 * capture["window"]["duration_s"]

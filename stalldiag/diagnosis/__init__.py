@@ -11,7 +11,7 @@ evidence.py and progress.py add the numbers and findings around the verdict.
 """
 from .evidence import framework_evidence, general_findings, gpu_evidence, process_evidence
 from .explain import describe_thread, detail_text, frame_text, process_text  # noqa: F401  (renderers import these)
-from .graph import WaitGraph, finding
+from .graph import WaitGraph, finding, stuck
 from .verdict import CATEGORIES, choose_category, confidence_of, halted_phrase, summary_of, walk  # noqa: F401
 
 
@@ -77,7 +77,7 @@ def _halted_blockers(d):
         if item["kind"] in STALL_FINDINGS:
             out.append("%s (it cannot resolve by itself)" % item["summary"])
     focus = d.chain[0] if d.chain else None
-    starved = focus is not None and (focus.share >= 0.8 or (focus.cpu_seconds is not None and focus.cpu_seconds
+    starved = focus is not None and (stuck(focus) or (focus.cpu_seconds is not None and focus.cpu_seconds
                                                             < 0.05 * ((d.capture.get("window") or {}).get("duration_s") or 0)))
     if starved and len(d.chain) > 1:
         if getattr(focus, "waits_for_gil", False):
@@ -97,11 +97,10 @@ def _halted_blockers(d):
 
 def _step_text(d, view):
     """"main 812/812 (poll on pipe:[123])" or "4 DataLoader worker(s): 4 io (read ...)"."""
-    activity, count = view.activity.most_common(1)[0] if view.activity else (view.kind, 0)
-    activity = "on CPU" if activity == "running" else activity
+    activity, _share = view.main_activity()
     what = detail_text(view.top_detail())
     inner = "%s %s" % (view.kind, activity) if view.kind not in (activity,) else activity
-    if what and activity != "on CPU":
+    if what and not activity.startswith("on CPU"):
         inner += " on %s" % what
     group = d.group_of.get((view.pid, view.tid))
     if group:

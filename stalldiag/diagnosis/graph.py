@@ -16,7 +16,7 @@ from ..knowledge.processes import match_process
 from ..redact import RANK_VARS, first_var
 from .explain import frame_text, process_text
 from .gpu import device_summaries, devices_of
-from .state import classify, process_condition
+from .state import RUNNING_SHARE, classify, process_condition
 from .threads import THREAD_WAIT_KINDS, thread_views
 
 ACTIVITY_RANK = {
@@ -174,6 +174,8 @@ class WaitGraph:
             members = [(v.pid, v.tid) for v in self.chain]
             if (target.pid, target.tid) in members:
                 cycle = self.chain[members.index((target.pid, target.tid)):]
+                if not all(stuck(v) for v in cycle):
+                    return None
                 self.findings.append(finding(
                     "deadlock", "join deadlock: %s; each waits for the next to exit, and none can" % "; ".join(
                         "%s joins %s" % (v.label, nxt.label) for v, nxt in zip(cycle, cycle[1:] + [target])), view))
@@ -190,7 +192,7 @@ class WaitGraph:
             holder = self.file_lock_holder(view, seen)
             if holder:
                 return holder
-            held = self_held(view) if view.share >= 0.8 else None
+            held = self_held(view) if stuck(view) else None
             if held:
                 self._self_deadlock(view, *held)
                 return None   # it waits on itself: the end of the chain
@@ -212,7 +214,7 @@ class WaitGraph:
         if sleepers:
             return max(sleepers, key=lambda v: v.share)
         python_threads = [v for v in self.by_pid.get(view.pid, []) if v is not view and v.top_stack]
-        if view.kind in THREAD_WAIT_KINDS and not python_threads and view.share >= 0.8:
+        if view.kind in THREAD_WAIT_KINDS and not python_threads and stuck(view):
             # Nobody left to put, set, notify or finish: the producer died (an exception in a
             # thread ends it quietly) or was never started.
             self.findings.append(finding(
@@ -271,7 +273,7 @@ class WaitGraph:
         stack shows it inside the same lock (same `with` name, or the same library function)."""
         proc = self.procs.get(view.pid) or {}
         parent = self.procs.get(proc.get("ppid"))
-        if parent is None or view.share < 0.8 or _shared_futex(view):
+        if parent is None or not stuck(view) or _shared_futex(view):
             return False
         others = [v for v in self.by_pid.get(view.pid, []) if v is not view and v.n_samples]
         wants = lock_intent(view)["wants"]
@@ -333,7 +335,7 @@ class WaitGraph:
         first: holding a lock of that name while blocked on this very lock, it is the one
         stuck inside it."""
         wants = lock_intent(view)["wants"]
-        if not wants or view.share < 0.8:
+        if not wants or not stuck(view):
             return None
         holders = [v for v in self.by_pid.get(view.pid, []) if v is not view and (v.pid, v.tid) not in seen
                    and wants in {name for name, _frame, _held in held_locks(v)}]
@@ -352,17 +354,18 @@ class WaitGraph:
     def _lock_waiters(self, view, seen):
         """Other threads stuck on locks with view (in its process, or on a lock shared between
         processes); [] when one of the process's threads runs (contention, not a deadlock)."""
-        if view.share < 0.8:
+        if not stuck(view):
             return []
         shared = _shared_futex(view)
         candidates = []
         for other in self.views:
-            if (other.pid, other.tid) in seen or other.kind != "lock" or other.share < 0.8:
+            if (other.pid, other.tid) in seen or other.kind != "lock" or not stuck(other):
                 continue
             if other.pid == view.pid or (shared and _shared_futex(other)) or \
                     self.related(view.pid, other.pid) and _shared_futex(other):
                 candidates.append(other)
-        same = [v for v in self.by_pid.get(view.pid, []) if v.kind == "cpu" and v.share > 0.5]
+        same = [v for v in self.by_pid.get(view.pid, []) if v.kind == "cpu" and v.share > 0.5
+                or v.state is not None and v.state.progressing]
         if same and all(c.pid == view.pid for c in candidates):
             return []
         return candidates
@@ -640,6 +643,43 @@ def _kind_from_state(view):
         view.kind = "stopped" if state.condition != "frozen" else "frozen"
     elif state.condition == "storage" and view.kind not in ("io", "dataloader", "compile"):
         view.kind = "io"
+    # Samples at 5 Hz can catch a thread that hands work back and forth hundreds of times a
+    # second asleep in most of them; the scheduler's accounting is exact.  A thread on a CPU or
+    # runnable for most of the window is computing, whatever the samples caught, and one that
+    # was for part of it slept for at most the rest.
+    awake = _awake_share(state)
+    if awake is None:
+        return
+    if state.condition in ("computing", "throttled") and awake >= RUNNING_SHARE and view.kernel_kind != "cpu":
+        view.rekind("cpu", awake)
+        view.scheduled_share = awake
+    if view.kind in SLEEPING_KINDS:
+        view.share = min(view.share, max(0.0, 1.0 - awake))
+
+
+STUCK_SHARE = 0.8   # share of the window in one wait that makes a thread "stuck" in it
+
+
+def stuck(view):
+    """Waited the whole window: caught in its wait in STUCK_SHARE of the samples, the share
+    capped by the scheduler's accounting (_kind_from_state), and not computing.  Every claim
+    that nothing moves (a deadlock, an orphaned wait, a lock held at fork) rests on this."""
+    return view.share >= STUCK_SHARE and not (view.state is not None and view.state.progressing)
+
+
+# Waits spent asleep in the kernel, that take no CPU while they last.
+SLEEPING_KINDS = ("lock", "sleep", "poll", "pipe", "ipc", "child", "network", "tty") + THREAD_WAIT_KINDS
+
+
+def _awake_share(state):
+    """Share of the window a thread was on a CPU or runnable (schedstat), else on a CPU."""
+    numbers = state.numbers
+    wall = numbers.get("wall_s")
+    if not wall:
+        return None
+    if numbers.get("run_s") is not None:
+        return min(1.0, (numbers["run_s"] + numbers.get("runnable_wait_s", 0)) / wall)
+    return numbers.get("cpu_share")
 
 
 def _idle_helper(view):

@@ -120,7 +120,10 @@ def assess(capture, views, gpus, halted=()):
     for path, (size, pids) in sorted(recent_writes.items())[:4]:
         evidence.append("%s written during the window (%d bytes), in a directory %s writes to" % (
             path, size, "pid %d" % pids[0] if len(pids) == 1 else "each of pids %s" % ", ".join(map(str, pids[:4]))))
-    busy = [v for v in views if v.cpu_seconds and duration and v.kind in ("cpu", "compile", "dataloader")
+    # a thread in lockstep with another (caught waiting in most samples) computes as much as the
+    # scheduler says it ran
+    busy = [v for v in views if v.cpu_seconds and duration
+            and (v.kind in ("cpu", "compile", "dataloader") or v.state is not None and v.state.condition == "computing")
             and v.user_frame() and (v.state is None or v.state.progressing)
             and v.cpu_seconds / duration >= (THROTTLED_WORK if _throttled(v) else CPU_WORK)]
     for view in busy[:4]:

@@ -86,6 +86,7 @@ class ThreadView:
         self.kernel_kind, self.kernel_share = _dominant(self.kernel_kinds, self.n_samples)
         self.kind = self._combined_kind()
         self.share = self.context_share.get(self.kind, self.kernel_share)
+        self.scheduled_share = None  # set when the scheduler's accounting overrules the samples
 
     def _combined_kind(self):
         kernel = self.kernel_kind
@@ -100,6 +101,16 @@ class ThreadView:
                 return self.frame_kind
             return "unknown"
         return kernel
+
+    def main_activity(self):
+        """(what the thread did most, its share of the window): the scheduler's accounting where
+        it corrected the samples, else the commonest /proc sample."""
+        if self.scheduled_share is not None:
+            return "on CPU or runnable", self.scheduled_share
+        if not self.activity:
+            return self.kind, 0.0
+        label, count = self.activity.most_common(1)[0]
+        return ("on CPU" if label == "running" else label), count / self.n_samples
 
     def rekind(self, kernel_kind, kernel_share):
         """Take a corrected kernel kind (the state model's); framework context applies to it."""

@@ -7,7 +7,7 @@ on peers, a child or a deadlock, what the wait is), and the summary says the
 mechanism in the user's words.
 """
 from .explain import detail_text, frame_text, pct, process_text, residency_text
-from .graph import finding, lock_intent
+from .graph import finding, lock_intent, stuck
 from .threads import THREAD_WAIT_KINDS
 
 CATEGORIES = ("locks", "io", "compilation", "cuda", "collective", "network", "subprocess",
@@ -88,6 +88,8 @@ def _close_cycle(d, end):
     if back is None or (back.pid, back.tid) not in members:
         return
     cycle = d.chain[members.index((back.pid, back.tid)):]
+    if not all(stuck(v) for v in cycle):
+        return   # processes in lockstep are caught waiting on each other, and run in turn
     steps = ["%s (%s)" % (v.label, _wait_words(v)) for v in cycle]
     d.findings.append(finding(
         "deadlock", "deadlock across processes: %s, which waits on the first: nobody can move" % " → ".join(steps), end))
@@ -173,16 +175,13 @@ def summary_of(d, category, focus, culprit):
     frame = culprit.user_frame()
     if frame:
         where = " at %s (%s:%s)" % (frame[0], frame[1].rsplit("/", 1)[-1], frame[2])
-    activity, count = culprit.activity.most_common(1)[0] if culprit.activity else (culprit.kind, 0)
-    if activity == "running":
-        activity = "on CPU"
-    elif not activity.startswith("D:"):
+    activity, share = culprit.main_activity()
+    if not activity.startswith(("on CPU", "D:")):
         activity = "in " + activity
     text = "%s: %s %s%s of the window%s" % (
-        head, culprit.label, activity, "" if not culprit.n_samples else " %s" % pct(count / culprit.n_samples),
-        where)
+        head, culprit.label, activity, "" if not culprit.n_samples else " %s" % pct(share), where)
     if what:
-        text += "; waiting on %s" % what
+        text += "; %s on %s" % ("between runs, waits" if culprit.kind == "cpu" else "waiting", what)
     if category == "cuda" and culprit.kind == "cuda":
         spin = " (the CUDA driver spin-waits: %s on CPU)" % pct(culprit.activity.get("running", 0) / culprit.n_samples) \
             if culprit.n_samples and culprit.activity.get("running", 0) / culprit.n_samples >= 0.5 else ""
