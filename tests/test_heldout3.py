@@ -180,3 +180,16 @@ def test_healthy_ddp_gloo_job_is_making_progress(launch, tmp_path):
     verdict = report["verdict"]
     assert progress_state(report) == "making progress", verdict["progress"]
     assert not re.search(r"(stopped|straggl)", verdict["summary"], re.I), verdict["summary"]
+
+
+def test_loop_paced_by_its_input_is_computing_not_waiting_on_a_sleeper(launch):
+    """A loop fed every 20 ms that computes 12 ms of each: a fixed-rate 5 Hz sampler saw the
+    same point of its period in every sample (in one run of three: queue.get() throughout, so
+    "waiting on a thread that sleeps", no progress).  The ticks are jittered and the scheduler's
+    accounting overrules the samples."""
+    w = launch("paced_training.py", settle=0.5)
+    for _ in range(2):   # two windows: each would have a third of a chance to alias
+        report = inspect_json(w.pid, duration=3)
+        verdict = report["verdict"]
+        assert progress_state(report) == "making progress", verdict["progress"]
+        assert verdict["category"] == "cpu" and verdict["thread_name"] == "MainThread", verdict["summary"]
