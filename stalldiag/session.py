@@ -185,6 +185,10 @@ class Inspection:
             self.limitations.append("Python stacks of %d processes from one snapshot: their py-spy did not stop "
                                     "within %.1f s of the window's end (pids %s)"
                                     % (len(stacks.late), stacks.STOP_GRACE_S, ", ".join(map(str, stacks.late[:5]))))
+        for pid, taken, span in stacks.thin:
+            self.limitations.append("py-spy took only %d stack sample%s of pid %d in %.1f s at %d Hz (starved of "
+                                    "CPU, or failing to read the process): its Python stacks say less"
+                                    % (taken, "" if taken == 1 else "s", pid, span, stacks.rates[pid]))
         if rate_notes:
             self.limitations.append(
                 "sampling rate lowered to %s Hz for a large tree (asked for %s Hz)"

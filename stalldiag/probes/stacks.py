@@ -144,9 +144,14 @@ class StackProbe:
         self._asked = set()     # pids already sent SIGINT
         # Recorders are started by a thread of their own: on a loaded machine each start
         # waits for the child to exec, and 160 of them must not hold up the /proc ticks.
-        self._pending = queue.Queue()
+        # Snapshots have another: a dump waits for its output, and a busy process's recorder
+        # must not wait behind the dumps of idle ones.
+        self._pending = {"record": queue.Queue(), "snapshot": queue.Queue()}
         self._lock = threading.Lock()
-        self._starter = None
+        self._starters = {}
+        self._started_at = {}   # pid -> when its recorder was started
+        self._asked_at = {}     # pid -> when it was asked to stop
+        self.thin = []          # (pid, samples, seconds) of recorders that took far fewer samples than asked
         self._closing = False
         self._unstarted = []
         self._end_snapshots = []
@@ -186,18 +191,17 @@ class StackProbe:
         self._queue("snapshot", pid)
 
     def _queue(self, kind, pid):
-        self._pending.put((kind, pid))
-        if self._starter is None:
-            self._starter = threading.Thread(target=self._start_pending, name="stalldiag-pyspy-starter",
-                                             daemon=True)
-            self._starter.start()
+        self._pending[kind].put(pid)
+        if kind not in self._starters:
+            self._starters[kind] = threading.Thread(target=self._start_pending, args=(kind,),
+                                                    name="stalldiag-pyspy-%s" % kind, daemon=True)
+            self._starters[kind].start()
 
-    def _start_pending(self):
+    def _start_pending(self, kind):
         while True:
-            item = self._pending.get()
-            if item is None:
+            pid = self._pending[kind].get()
+            if pid is None:
                 return
-            kind, pid = item
             if self._closing:
                 self._unstarted.append(pid)   # the window ended first: a snapshot at stop()
                 continue
@@ -237,6 +241,7 @@ class StackProbe:
             pass
         with self._lock:
             self._recorders[pid] = (proc, outfile, errfile)
+            self._started_at[pid] = self._clock()
 
     def _take_snapshots(self, pids):
         """One non-blocking `py-spy dump` of each pid, run in parallel; each result is kept
@@ -299,6 +304,14 @@ class StackProbe:
             out[(pid, tid)] = profile
         return out
 
+    def _check_thin(self, pid, got):
+        """Note a recorder that took under a quarter of the samples its rate and time asked for
+        (py-spy starved of CPU, or failing to read the process): its stacks say less."""
+        span = self._asked_at.get(pid, self._clock()) - self._started_at.get(pid, self._clock())
+        taken = max(len(profile["stacks"]) for profile in got.values())
+        if self.rates[pid] * span >= 4 and taken < self.rates[pid] * span / 4:
+            self.thin.append((pid, taken, round(span, 1)))
+
     def lead(self, rate):
         """Seconds before the window's end at which a recorder at rate Hz is asked to stop:
         STOP_LEAD_PERIODS periods, at most half the window."""
@@ -314,6 +327,7 @@ class StackProbe:
 
     def _ask(self, pid, proc):
         self._asked.add(pid)
+        self._asked_at[pid] = self._clock()
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
 
@@ -322,9 +336,9 @@ class StackProbe:
         snapshot at stop())."""
         self.usable = False
         self._closing = True
-        if self._starter is not None:
-            self._pending.put(None)
-            self._starter.join()
+        for kind, starter in self._starters.items():
+            self._pending[kind].put(None)
+            starter.join()
         for pid, (proc, _out, _err) in self._recorders.items():
             if pid not in self._asked:
                 self._ask(pid, proc)
@@ -358,6 +372,7 @@ class StackProbe:
                     continue
             if got:
                 outputs[pid] = (got, got_frames)
+                self._check_thin(pid, got)
                 continue
             # Killed late, or stopped before its first sample (a short window on a busy
             # machine): one non-blocking snapshot still gives the stacks, unless py-spy
