@@ -311,7 +311,7 @@ class Inspection:
         """Record the stacks of processes busy now, snapshot the idle ones, and start a
         recorder for an idle one that turns busy (see BUSY_CPU_SHARE)."""
         decide_after = min(DECIDE_AFTER_S, self.duration / 10.0)
-        newly = []
+        newly, busy = [], []
         for key in list(sampler.live.values()):
             record = sampler.records[key]
             if record.pid in stacks.rates or record.exited_at is not None:
@@ -319,18 +319,21 @@ class Inspection:
             if record.pid in stacks.snapshots:
                 mark = self._activity_marks.get(record.pid)
                 if mark and record.last_seen - mark[0] >= ACTIVITY_CHECK_S:
-                    busy = _busy_since(record, mark)
+                    turned_busy = _busy_since(record, mark)
                     self._activity_marks[record.pid] = (record.last_seen, _cpu_ticks(record.stat_last))
                     rate = self._busy_rate(stacks, 1)
-                    if busy and self.duration - now >= stacks.lead(rate) + MIN_RECORD_S:
+                    if turned_busy and self.duration - now >= stacks.lead(rate) + MIN_RECORD_S:
                         stacks.add(record.pid, rate)
                 continue
             if record.last_seen - record.first_seen >= decide_after and record.pid not in self._not_python:
-                if _python(record):
-                    newly.append(record)
-                else:
+                if not _python(record):
                     self._not_python.add(record.pid)   # a compiler, a shell: no Python stacks to take
-        busy = [r for r in newly if _busy_since(r, (r.first_seen, _cpu_ticks(r.stat_first)))]
+                    continue
+                if _busy_since(record, (record.first_seen, _cpu_ticks(record.stat_first))):
+                    busy.append(record)
+                elif _looks(record) < RUNNABLE_MIN_SAMPLES and _caught_runnable(record):
+                    continue   # ticks come at random intervals: look again before calling it idle
+                newly.append(record)
         rate = self._busy_rate(stacks, len(busy))
         for record in newly:
             if record in busy:
@@ -437,6 +440,15 @@ def _runnable_share(record, since):
         if total >= RUNNABLE_MIN_SAMPLES:
             best = max(best, runnable / total)
     return best
+
+
+def _looks(record):
+    """How many /proc samples the process's threads have had (its oldest thread's count)."""
+    return max((len(thread.samples) for thread in record.threads.values()), default=0)
+
+
+def _caught_runnable(record):
+    return any(sample[1] == "R" for thread in record.threads.values() for sample in thread.samples)
 
 
 def _signature(record):

@@ -644,13 +644,13 @@ def _kind_from_state(view):
     elif state.condition == "storage" and view.kind not in ("io", "dataloader", "compile"):
         view.kind = "io"
     # Samples at 5 Hz can catch a thread that hands work back and forth hundreds of times a
-    # second asleep in most of them; the scheduler's accounting is exact.  A thread on a CPU or
-    # runnable for most of the window is computing, whatever the samples caught, and one that
-    # was for part of it slept for at most the rest.
+    # second asleep in most of them; the scheduler's accounting is exact.  A computing thread on
+    # a CPU or runnable for most of the window computes, whatever the samples caught (one held
+    # back by its CPU quota does not), and one that was for part of it slept for at most the rest.
     awake = _awake_share(state)
     if awake is None:
         return
-    if state.condition in ("computing", "throttled") and awake >= RUNNING_SHARE and view.kernel_kind != "cpu":
+    if state.condition == "computing" and awake >= RUNNING_SHARE and view.kernel_kind != "cpu":
         view.rekind("cpu", awake)
         view.scheduled_share = awake
     if view.kind in SLEEPING_KINDS:
