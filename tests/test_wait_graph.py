@@ -216,3 +216,25 @@ def test_three_threads_joining_in_a_ring_is_a_deadlock(launch):
     assert "join deadlock" in verdict["summary"].lower()
     assert all("'%s'" % name in verdict["summary"] for name in ("a", "b", "c"))
     assert verdict["progress"]["state"] == "no progress seen"
+
+
+def test_parties_at_a_barrier_are_one_wait_not_a_chain(launch):
+    """Two loaders wait at a Barrier(3) whose third party died: each is a party of the same
+    wait, so the walk does not go from one to the other; nobody is left to end it."""
+    w = launch("barrier_party_died.py")
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks" and verdict["thread_name"] in ("loader-0", "loader-1")
+    orphaned = [f for f in report["findings"] if f["kind"] == "orphaned-wait"]
+    assert orphaned and "no thread is left to end the wait" in orphaned[0]["summary"]
+    assert "barrier.wait()" in orphaned[0]["summary"] and "at the same line" in orphaned[0]["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"
+
+
+def test_task_waiting_on_its_own_single_worker_pool_is_a_pool_deadlock(launch):
+    w = launch("pool_waits_on_itself.py")
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks" and verdict["thread_name"] == "io_0", verdict["summary"]
+    assert verdict["summary"].startswith("Pool deadlock") and "pool.submit(inner).result()" in verdict["summary"]
+

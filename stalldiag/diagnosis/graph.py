@@ -11,6 +11,7 @@ knowledge stays in the knowledge tables; this module only follows waits.
 import re
 from collections import Counter
 
+from ..knowledge import frames as frame_table
 from ..knowledge.frames import LOCK_ACQUIRE
 from ..knowledge.processes import match_process
 from ..redact import RANK_VARS, first_var
@@ -204,6 +205,8 @@ class WaitGraph:
                 return None
         others = [v for v in self.by_pid.get(view.pid, []) if (v.pid, v.tid) not in seen and v.n_samples
                   and not _idle_helper(v)]
+        co_waiters = [v for v in others if _co_waiter(v, view)]
+        others = [v for v in others if v not in co_waiters]
         ranked = sorted(others, key=lambda v: -(self.weight(v)))
         if ranked and ACTIVITY_RANK.get(ranked[0].kind, 0) > 0:
             return ranked[0]
@@ -213,18 +216,43 @@ class WaitGraph:
                     and not _library_only(v)]
         if sleepers:
             return max(sleepers, key=lambda v: v.share)
-        python_threads = [v for v in self.by_pid.get(view.pid, []) if v is not view and v.top_stack]
-        if view.kind in THREAD_WAIT_KINDS and not python_threads and stuck(view):
-            # Nobody left to put, set, notify or finish: the producer died (an exception in a
-            # thread ends it quietly) or was never started.
-            self.findings.append(finding(
-                "orphaned-wait", "%s waits (%s) for another thread of pid %d, but no other Python thread is "
-                "alive in that process%s: nothing will end the wait (a producer that died on an exception, "
-                "or one never started)" % (
-                    view.label, view.frame_kind, view.pid,
-                    " (only %d native helper thread(s))" % (len(self.by_pid.get(view.pid, [])) - 1)
-                    if len(self.by_pid.get(view.pid, [])) > 1 else ""), view))
+        if view.kind in THREAD_WAIT_KINDS and stuck(view):
+            self._orphaned_wait(view, seen, co_waiters)
         return None
+
+    def _orphaned_wait(self, view, seen, co_waiters):
+        """A wait on another thread of the process that no thread is left to end: the others are
+        stuck in the same wait (parties at a barrier, tasks waiting on tasks queued to their own
+        pool) or wait on it, and the producer died (an exception in a thread ends it quietly)."""
+        threads = self.by_pid.get(view.pid, [])
+        waiting_on_it = [v for v in threads if (v.pid, v.tid) in seen and v is not view and stuck(v)]
+        able = [v for v in threads if v is not view and v.top_stack and v not in co_waiters
+                and v not in waiting_on_it]
+        if able:
+            return
+        why = []
+        if co_waiters:
+            why.append("%s wait%s at the same line" % (", ".join(v.label for v in co_waiters),
+                                                       "s" if len(co_waiters) == 1 else ""))
+        if waiting_on_it:
+            why.append("%s wait%s on it" % (", ".join(v.label for v in waiting_on_it),
+                                            "s" if len(waiting_on_it) == 1 else ""))
+        if not [v for v in threads if v is not view and v.top_stack]:
+            why.append("no other Python thread is alive in that process%s" % (
+                " (only %d native helper thread(s))" % (len(threads) - 1) if len(threads) > 1 else ""))
+        pool = frame_table.pool_of(view.top_stack)
+        where = frame_text(view.user_frame()) or "?"
+        if pool and view.frame_kind == "future":
+            # every worker waits on tasks that need a free worker of the same pool
+            self.findings.append(finding(
+                "deadlock", "pool deadlock: %s, a worker of %s, waits (%s) at %s for a task queued to the same "
+                "pool, and no worker is free to run it: %s" % (view.label, pool, view.frame_kind, where,
+                                                               "; ".join(why) or "it is the only worker"), view))
+            return
+        self.findings.append(finding(
+            "orphaned-wait", "%s waits (%s) at %s for another thread of pid %d, and no thread is left to end the "
+            "wait: %s. Nothing will: the producer or party died on an exception (which ends a thread quietly), "
+            "or was never started" % (view.label, view.frame_kind, where, view.pid, "; ".join(why)), view))
 
     def gil_holder(self, view, seen):
         """A futex wait at a line that waits on nothing is a wait for the GIL; py-spy names its holder."""
@@ -719,6 +747,14 @@ def _waited_targets(view):
             if target.startswith(("pipe:", "socket:")):
                 targets.append(target)
     return targets
+
+
+def _co_waiter(other, view):
+    """Stuck in the same wait as view (the same kind, at the same line of the same code): a peer
+    waiting on the same object (parties at a barrier, consumers of one queue) cannot end it."""
+    mine, theirs = view.user_frame(), other.user_frame()
+    return bool(mine and theirs) and other.kind == view.kind and stuck(other) and \
+        tuple(mine[:3]) == tuple(theirs[:3])
 
 
 def _library_only(view):

@@ -26,6 +26,22 @@ FramePattern = namedtuple("FramePattern", "framework file function kind meaning"
 
 _P = FramePattern
 
+# Frames of a thread that runs the tasks of a pool: (file pattern, function, what the pool is).
+POOL_WORKER_FRAMES = (
+    (r"concurrent/futures/thread\.py$", r"^_worker$", "a concurrent.futures.ThreadPoolExecutor"),
+    (r"multiprocessing/pool\.py$", r"^worker$", "a multiprocessing pool"),
+)
+
+
+def pool_of(stack):
+    """What pool a thread's stack (leaf first) runs tasks for, or None."""
+    for frame in stack or []:
+        for file_pattern, function, pool in POOL_WORKER_FRAMES:
+            if re.search(file_pattern, frame[1] or "") and re.match(function, frame[0] or ""):
+                return pool
+    return None
+
+
 FRAME_PATTERNS = [
     # --- the standard library: waits on other threads -----------------------------
     _P("python", r"(^|/)threading\.py$", r"^(Thread\.)?(join|_wait_for_tstate_lock)$",

@@ -1,0 +1,40 @@
+"""Held-out set 4: workloads written after the mechanisms they test, not tuned on.
+
+Mechanisms built on other workloads (fixtures barrier_party_died.py, pool_waits_on_itself.py,
+local_server_stopped.py): threads stuck in one wait are parties of it, not a chain; a wait
+nobody is left to end; a pool whose every worker waits on tasks queued to it; a wait on a
+loopback TCP connection leads to the process at the other end.  Each workload's docstring
+says the verdict a correct diagnosis must give; each test first checks by hand (/proc) that
+the workload is in the state it models.
+"""
+import os
+
+import pytest
+
+from conftest import inspect_json
+from test_heldout import children_of, summary_and_evidence
+from test_heldout3 import other_tids, wchan
+
+pytestmark = pytest.mark.heldout
+
+
+def test_workers_waiting_for_a_coordinator_that_died(launch):
+    w = launch("heldout4_event_coordinator_died.py")
+    tids = other_tids(w.pid)
+    assert len(tids) == 3 and all("futex" in wchan(w.pid, t) for t in tids)   # the coordinator is gone
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks", verdict["summary"]
+    assert verdict["thread_name"].startswith("worker-"), verdict["summary"]
+    assert "no thread is left to end the wait" in verdict["summary"] and "start.wait()" in verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"
+
+
+def test_fan_out_that_starves_its_own_pool(launch):
+    w = launch("heldout4_pool_fanout.py")
+    assert all("futex" in wchan(w.pid, t) for t in other_tids(w.pid) + [w.pid])
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks" and verdict["thread_name"].startswith("shard_"), verdict["summary"]
+    assert verdict["summary"].startswith("Pool deadlock") and "cf.wait(parts)" in verdict["summary"]
+
