@@ -44,7 +44,7 @@ SCHEMA_VERSION = 1
 
 
 def build(tool_version, host, request, window, records, profiles, frames, stack_failures,
-          gpu, skipped_children, limitations, unix_peers=None, exact=None, local_values=None,
+          gpu, skipped_children, limitations, unix_peers=None, tcp_peers=None, exact=None, local_values=None,
           thread_matching=None, locks=None, file_waits=None, gil=None, stack_rates=None, joins=None,
           stack_snapshots=None):
     stack_table = []
@@ -112,6 +112,7 @@ def build(tool_version, host, request, window, records, profiles, frames, stack_
         "gpu": gpu,
         "skipped_children": skipped_children,
         "unix_peers": _peers_in(processes, unix_peers or {}),
+        "tcp_peers": _peers_in(processes, tcp_peers or {}),
         "exact_syscalls": exact,
         "locks": locks,
         "file_waits": file_waits,
@@ -178,7 +179,7 @@ def _target_denied(processes, pid, stack_failure):
 
 
 def _peers_in(processes, peers):
-    """Only the unix socket pairs that touch an inspected process."""
+    """Only the socket pairs that touch an inspected process."""
     held = {target for proc in processes for target in proc.get("endpoints", {})}
     return {str(ino): peer for ino, peer in peers.items() if "socket:[%d]" % ino in held}
 

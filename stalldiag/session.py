@@ -197,6 +197,7 @@ class Inspection:
             self.limitations.append("GPU: not available (%s)" % gpu.reason)
 
         unix_peers = fds.unix_peers()
+        tcp_peers = fds.tcp_peers(self.pid)   # read from the target's network namespace
         waits = self._resolve_waits(sampler, profiles, frames)
         return capture.build(
             tool_version=__version__,
@@ -214,6 +215,7 @@ class Inspection:
             skipped_children=skipped_children,
             limitations=self.limitations,
             unix_peers=unix_peers,
+            tcp_peers=tcp_peers,
             exact=exact,
             local_values=local_values,
             thread_matching=(stacks.thread_ids.method, stacks.unmatched),

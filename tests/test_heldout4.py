@@ -38,3 +38,13 @@ def test_fan_out_that_starves_its_own_pool(launch):
     assert verdict["category"] == "locks" and verdict["thread_name"].startswith("shard_"), verdict["summary"]
     assert verdict["summary"].startswith("Pool deadlock") and "cf.wait(parts)" in verdict["summary"]
 
+
+def test_trainer_waiting_on_a_local_server_that_spins(launch):
+    w = launch("heldout4_local_server_busy.py")
+    (server,) = children_of(w.pid)
+    with open("/proc/%d/stat" % server) as f:
+        assert f.read().rsplit(")", 1)[1].split()[0] == "R"
+    report = inspect_json(w.pid, "--children", duration=2)
+    verdict = report["verdict"]
+    assert verdict["pid"] == server and verdict["category"] == "cpu", verdict["summary"]
+    assert "features_for" in summary_and_evidence(report)

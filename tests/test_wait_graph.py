@@ -238,3 +238,13 @@ def test_task_waiting_on_its_own_single_worker_pool_is_a_pool_deadlock(launch):
     assert verdict["category"] == "locks" and verdict["thread_name"] == "io_0", verdict["summary"]
     assert verdict["summary"].startswith("Pool deadlock") and "pool.submit(inner).result()" in verdict["summary"]
 
+
+def test_wait_on_a_loopback_connection_leads_to_the_process_at_the_other_end(launch):
+    """The client's own stack says only recv(); the TCP connection's other end is held by the
+    stopped server of the same tree."""
+    w = launch("local_server_stopped.py")
+    (server,) = child_of(w.pid)
+    report = inspect_json(w.pid, "--children", duration=2)
+    verdict = report["verdict"]
+    assert verdict["pid"] == server and "stopped by a signal" in verdict["summary"], verdict["summary"]
+    assert report["capture"]["tcp_peers"]

@@ -125,6 +125,7 @@ class WaitGraph:
         self.edge_notes = {}   # (pid, tid) of a chain step -> why the walk went there
         self.window_samples = max([v.n_samples for v in self.views] + [0])
         self.unix_peers = {int(k): v for k, v in (capture.get("unix_peers") or {}).items()}
+        self.tcp_peers = {int(k): v for k, v in (capture.get("tcp_peers") or {}).items()}
 
     # --- where to start ----------------------------------------------------------
 
@@ -474,6 +475,19 @@ class WaitGraph:
         self.chain_notes[(best.pid, best.tid)] = "the other end of what %s waits on" % view.label
         return best
 
+    def tcp_peer(self, view, seen):
+        """A TCP connection between two processes of the tree (a local server, a store, a
+        parameter server, another rank): the process that holds the other end."""
+        for target in _waited_targets(view):
+            peer = self.tcp_peers.get(int(target[8:-1])) if target.startswith("socket:[") else None
+            for pid in sorted(self.holders.get("socket:[%d]" % peer, ())) if peer else ():
+                thread = self.most_telling_thread(pid, seen) if pid != view.pid else None
+                if thread is not None:
+                    self.chain_notes[(thread.pid, thread.tid)] = "holds the other end of the connection %s " \
+                        "waits on" % view.label
+                    return thread
+        return None
+
     def waited_workers(self, view, seen):
         """DataLoader: the training loop waits for workers; judge them by what they do."""
         workers = [p for p in self.procs.values() if self.roles.get(p["pid"]) == "dataloader-worker"]
@@ -633,6 +647,7 @@ class WaitGraph:
         "child": waited_child,
         "ipc": waited_peer,
         "pipe": waited_peer,
+        "network": tcp_peer,
         "dataloader": waited_workers,
         "collective": outlier_rank,
         "rendezvous": outlier_rank,
