@@ -12,6 +12,7 @@ import os
 import pytest
 
 from conftest import inspect_json
+from stalldiag import procfs
 from test_heldout import children_of, summary_and_evidence
 from test_heldout3 import other_tids, wchan
 
@@ -48,3 +49,15 @@ def test_trainer_waiting_on_a_local_server_that_spins(launch):
     verdict = report["verdict"]
     assert verdict["pid"] == server and verdict["category"] == "cpu", verdict["summary"]
     assert "features_for" in summary_and_evidence(report)
+
+
+def test_blocking_http_call_inside_a_coroutine(launch):
+    w = launch("heldout4_async_blocking_http.py")
+    with open("/proc/%d/syscall" % w.pid) as f:
+        assert procfs.SYSCALL_TABLE[int(f.read().split()[0])] == "recvfrom"   # the loop thread is in recv
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["tid"] == w.pid and verdict["category"] == "network", verdict["summary"]
+    assert verdict["summary"].startswith("Event loop blocked") and "urlopen" in verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"
+

@@ -248,3 +248,14 @@ def test_wait_on_a_loopback_connection_leads_to_the_process_at_the_other_end(lau
     verdict = report["verdict"]
     assert verdict["pid"] == server and "stopped by a signal" in verdict["summary"], verdict["summary"]
     assert report["capture"]["tcp_peers"]
+
+
+def test_a_sleep_inside_a_coroutine_blocks_the_event_loop(launch):
+    """The loop thread sleeps inside one step of the loop: not idle by design."""
+    w = launch("event_loop_blocked_sleep.py")
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["summary"].startswith("Event loop blocked"), verdict["summary"]
+    assert "time.sleep(3600)" in verdict["summary"] and "idle by design" not in verdict["summary"]
+    assert "event-loop-blocked" in {f["kind"] for f in report["findings"]}
+

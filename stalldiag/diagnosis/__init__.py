@@ -27,6 +27,7 @@ def diagnose(capture):
         return _result(d, verdict)
 
     culprit = walk(d, focus)
+    d.event_loop_blocked(culprit)
     category = choose_category(d, focus, culprit)
     evidence = []
     for view in d.chain:

@@ -221,6 +221,21 @@ class WaitGraph:
             self._orphaned_wait(view, seen, co_waiters)
         return None
 
+    def event_loop_blocked(self, view):
+        """A thread that runs an asyncio event loop, held all window in one step (a synchronous
+        sleep, read or computation inside a coroutine): no other task of the loop runs."""
+        if not frame_table.in_event_loop_step(view.top_stack) or view.top_stack_count < 0.9 * view.n_stack_samples:
+            return
+        if not (stuck(view) or view.state is not None and view.state.condition in ("computing", "spinning")
+                and view.share >= STUCK_SHARE):
+            return
+        frame = view.user_frame()
+        self.findings.append(finding(
+            "event-loop-blocked", "%s runs an asyncio event loop, and one step has held it for the whole window: "
+            "%s at %s inside a coroutine or callback, without awaiting, so no other task of that loop runs "
+            "(await an async call instead, or move the work to an executor)" % (
+                view.label, _doing(view), frame_text(frame) or "?"), view))
+
     def _orphaned_wait(self, view, seen, co_waiters):
         """A wait on another thread of the process that no thread is left to end: the others are
         stuck in the same wait (parties at a barrier, tasks waiting on tasks queued to their own
@@ -252,8 +267,9 @@ class WaitGraph:
             return
         self.findings.append(finding(
             "orphaned-wait", "%s waits (%s) at %s for another thread of pid %d, and no thread is left to end the "
-            "wait: %s. Nothing will: the producer or party died on an exception (which ends a thread quietly), "
-            "or was never started" % (view.label, view.frame_kind, where, view.pid, "; ".join(why)), view))
+            "wait: %s. Nothing will: the thread that would (a producer, a consumer, a party) died on an "
+            "exception, which ends a thread quietly, or was never started"
+            % (view.label, view.frame_kind, where, view.pid, "; ".join(why)), view))
 
     def gil_holder(self, view, seen):
         """A futex wait at a line that waits on nothing is a wait for the GIL; py-spy names its holder."""

@@ -157,6 +157,9 @@ def summary_of(d, category, focus, culprit):
     deadlock = next((f for f in d.findings if f["kind"] == "deadlock"), None)
     if deadlock:
         return deadlock["summary"][0].upper() + deadlock["summary"][1:]
+    loop = next((f for f in d.findings if f["kind"] == "event-loop-blocked" and f["tid"] == culprit.tid), None)
+    if loop:
+        return "Event loop blocked: %s" % loop["summary"]
     wait = _file_wait_text(d, culprit)
     if wait:
         return wait

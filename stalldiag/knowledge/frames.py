@@ -33,6 +33,24 @@ POOL_WORKER_FRAMES = (
 )
 
 
+# An event loop's step, and where an idle loop waits for events: a thread inside a step but not
+# in the wait runs a callback or a coroutine, and nothing else of that loop runs meanwhile.
+EVENT_LOOP_STEP = ((r"asyncio/base_events\.py$", r"^(BaseEventLoop\.)?_run_once$"),)
+EVENT_LOOP_WAIT = ((r"(^|/)selectors\.py$", r"^(\w+Selector\.)?select$"),
+                   (r"asyncio/windows_events\.py$", r"^(IocpProactor\.)?_poll$"))
+
+
+def _any_frame(stack, rows):
+    return any(re.search(file_pattern, frame[1] or "") and re.match(function, frame[0] or "")
+               for frame in stack or [] for file_pattern, function in rows)
+
+
+def in_event_loop_step(stack):
+    """The thread runs one step of an asyncio event loop (a callback or a coroutine), not the
+    loop's wait for events."""
+    return _any_frame(stack, EVENT_LOOP_STEP) and not _any_frame(stack, EVENT_LOOP_WAIT)
+
+
 def pool_of(stack):
     """What pool a thread's stack (leaf first) runs tasks for, or None."""
     for frame in stack or []:
