@@ -61,3 +61,15 @@ def test_blocking_http_call_inside_a_coroutine(launch):
     assert verdict["summary"].startswith("Event loop blocked") and "urlopen" in verdict["summary"]
     assert verdict["progress"]["state"] == "no progress seen"
 
+
+def test_imap_waiting_for_a_shard_whose_worker_exited(launch):
+    w = launch("heldout4_pool_worker_exits.py", settle=0.5)
+    workers = [int(p) for t in os.listdir("/proc/%d/task" % w.pid)
+               for p in open("/proc/%d/task/%s/children" % (w.pid, t)).read().split()]
+    assert len(workers) == 3     # the pool has replaced the worker that exited
+    report = inspect_json(w.pid, "--children", duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "subprocess" and verdict["tid"] == w.pid, verdict["summary"]
+    assert "none has it" in verdict["summary"] and "pool.imap(decode" in verdict["summary"]
+    assert "replacement" in verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"

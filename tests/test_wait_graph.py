@@ -259,3 +259,12 @@ def test_a_sleep_inside_a_coroutine_blocks_the_event_loop(launch):
     assert "time.sleep(3600)" in verdict["summary"] and "idle by design" not in verdict["summary"]
     assert "event-loop-blocked" in {f["kind"] for f in report["findings"]}
 
+
+def test_pool_result_whose_task_died_with_its_worker_is_a_lost_task(launch):
+    w = launch("pool_worker_killed.py", settle=0.3)
+    report = inspect_json(w.pid, "--children", duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "subprocess" and verdict["tid"] == w.pid, verdict["summary"]
+    assert "none has it" in verdict["summary"] and "result.get()" in verdict["summary"]
+    assert "lost-task" in {f["kind"] for f in report["findings"]}
+    assert verdict["progress"]["state"] == "no progress seen"

@@ -66,7 +66,7 @@ def _progress(d, verdict, focus):
 
 
 # Findings that mean the focus waits on something that will not resolve by itself.
-STALL_FINDINGS = ("deadlock", "lock-held-at-fork", "orphaned-wait")
+STALL_FINDINGS = ("deadlock", "lock-held-at-fork", "orphaned-wait", "lost-task")
 
 
 def _halted_blockers(d):

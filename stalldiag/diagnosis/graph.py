@@ -8,6 +8,7 @@ workers, the rank that is not in the collective.  Edges are found lazily,
 one waiting thread at a time, by the finders in WaitGraph.NEXT.  Framework
 knowledge stays in the knowledge tables; this module only follows waits.
 """
+import os
 import re
 from collections import Counter
 
@@ -461,6 +462,8 @@ class WaitGraph:
 
     def waited_peer(self, view, seen):
         """The process at the other end of the pipe or unix socket a thread waits on."""
+        if frame_table.waits_for_pool_result(view.top_stack) and stuck(view) and self.lost_pool_task(view):
+            return None   # no worker has the task: the end of the walk
         peers = Counter()
         targets = _waited_targets(view)
         if not targets:
@@ -503,6 +506,28 @@ class WaitGraph:
                         "waits on" % view.label
                     return thread
         return None
+
+    def lost_pool_task(self, view):
+        """A wait for a multiprocessing.Pool result while every worker of the pool waits for a task:
+        none has it.  A worker that dies mid-task (SIGKILL, the OOM killer, os._exit) takes its task
+        with it; the Pool starts a replacement worker, not the task again."""
+        kids = [p for p in self.procs.values() if p.get("ppid") == view.pid and p.get("exited_at") is None]
+        workers = [(p, self.main_thread(p["pid"])) for p in kids]
+        if not workers or not all(t is not None and frame_table.idle_pool_worker(t.top_stack) for _p, t in workers):
+            return False
+        starts = sorted((p.get("start_time") or 0, p["pid"]) for p, _t in workers)
+        late = [(pid, (start - starts[0][0]) / CLK_TCK) for start, pid in starts[1:]
+                if start - starts[0][0] >= REPLACEMENT_GAP_S * CLK_TCK]
+        self.findings.append(finding(
+            "lost-task", "%s waits for a multiprocessing.Pool result at %s, but all %d workers of the pool are "
+            "idle, waiting for a task: none has it, so the result will never come. A worker that dies mid-task "
+            "(SIGKILL, the OOM killer, os._exit) takes its task with it, and the Pool replaces the worker, not "
+            "the task%s" % (view.label, frame_text(view.user_frame()) or "?", len(workers),
+                            "; %s started %s after the first worker: replacement%s" % (
+                                ", ".join("pid %d" % pid for pid, _gap in late),
+                                ", ".join("%.1f s" % gap for _pid, gap in late), "s" if len(late) > 1 else "")
+                            if late else ""), view))
+        return True
 
     def waited_workers(self, view, seen):
         """DataLoader: the training loop waits for workers; judge them by what they do."""
@@ -716,6 +741,8 @@ def _kind_from_state(view):
         view.share = min(view.share, max(0.0, 1.0 - awake))
 
 
+REPLACEMENT_GAP_S = 0.1   # a pool worker started this long after the first is a replacement
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 STUCK_SHARE = 0.8   # share of the window in one wait that makes a thread "stuck" in it
 
 

@@ -118,6 +118,8 @@ def choose_category(d, focus, culprit):
     kinds = {f["kind"] for f in d.findings}
     if kinds & {"deadlock", "lock-held-at-fork", "file-lock"}:
         return "locks"
+    if "lost-task" in kinds:
+        return "subprocess"
     rank = lambda v: str(d.roles.get(v.pid)).startswith("rank ")
     if focus.kind in ("collective", "rendezvous"):
         return "collective"
@@ -212,7 +214,7 @@ def _mechanism(d, category, focus, culprit):
                                           role(focus), _pid_text(focus), how)
     if d.halted(culprit):
         return "%s is %s" % (culprit.label, halted_phrase(d, culprit))
-    fork = next((f for f in d.findings if f["kind"] in ("lock-held-at-fork", "orphaned-wait")), None)
+    fork = next((f for f in d.findings if f["kind"] in ("lock-held-at-fork", "orphaned-wait", "lost-task")), None)
     if fork:
         return fork["summary"]
     flock = next((f for f in d.findings if f["kind"] == "file-lock"), None)

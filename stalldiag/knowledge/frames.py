@@ -51,6 +51,25 @@ def in_event_loop_step(stack):
     return _any_frame(stack, EVENT_LOOP_STEP) and not _any_frame(stack, EVENT_LOOP_WAIT)
 
 
+# A multiprocessing.Pool: waits for a result, and a worker idle between tasks (in the pool's
+# worker loop, every frame above it a wait on the task queue).
+POOL_RESULT_WAIT = ((r"multiprocessing/pool\.py$", r"^((ApplyResult|MapResult)\.)?(get|wait)$|^(IMapIterator\.)?next$"),)
+POOL_WORKER_LOOP = ((r"multiprocessing/pool\.py$", r"^worker$"),)
+TASK_QUEUE_FILES = r"multiprocessing/(queues|synchronize|connection)\.py$"
+
+
+def waits_for_pool_result(stack):
+    return _any_frame(stack, POOL_RESULT_WAIT)
+
+
+def idle_pool_worker(stack):
+    """A multiprocessing.Pool worker waiting for its next task."""
+    for depth, frame in enumerate(stack or []):
+        if _any_frame([frame], POOL_WORKER_LOOP):
+            return depth > 0 and all(re.search(TASK_QUEUE_FILES, f[1] or "") for f in stack[:depth])
+    return False
+
+
 def pool_of(stack):
     """What pool a thread's stack (leaf first) runs tasks for, or None."""
     for frame in stack or []:
@@ -87,7 +106,7 @@ FRAME_PATTERNS = [
        "ipc", "waits for an item on a multiprocessing.Queue"),
     _P("python", r"multiprocessing/synchronize\.py$", r"^(SemLock\.)?(__enter__|acquire)$",
        "lock", "waits on a multiprocessing lock/semaphore shared between processes"),
-    _P("python", r"multiprocessing/pool\.py$", r"^(ApplyResult\.)?(get|wait)$|^(Pool\.)?join$",
+    _P("python", r"multiprocessing/pool\.py$", r"^(ApplyResult\.)?(get|wait)$|^(IMapIterator\.)?next$|^(Pool\.)?join$",
        "ipc", "waits for a multiprocessing.Pool result"),
     _P("python", r"multiprocessing/popen_fork\.py$", r"^(Popen\.)?(wait|poll)$",
        "child", "waits for a multiprocessing child process to exit"),
