@@ -73,3 +73,14 @@ def test_imap_waiting_for_a_shard_whose_worker_exited(launch):
     assert "none has it" in verdict["summary"] and "pool.imap(decode" in verdict["summary"]
     assert "replacement" in verdict["summary"]
     assert verdict["progress"]["state"] == "no progress seen"
+
+
+def test_checkpointer_joining_its_writer_under_the_writers_lock(launch):
+    w = launch("heldout4_join_under_lock.py")
+    assert all("futex" in wchan(w.pid, t) for t in [w.pid] + other_tids(w.pid))
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks", verdict["summary"]
+    assert verdict["summary"].startswith("Deadlock") and "self._lock" in verdict["summary"], verdict["summary"]
+    assert "ckpt-writer" in verdict["summary"] and "writer.join()" in verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"

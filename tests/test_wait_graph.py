@@ -268,3 +268,14 @@ def test_pool_result_whose_task_died_with_its_worker_is_a_lost_task(launch):
     assert "none has it" in verdict["summary"] and "result.get()" in verdict["summary"]
     assert "lost-task" in {f["kind"] for f in report["findings"]}
     assert verdict["progress"]["state"] == "no progress seen"
+
+
+def test_lock_held_across_a_queue_wait_is_a_deadlock_through_the_lock(launch):
+    """The walk main -> consumer (queue) -> producer (lock) comes back: the producer's lock is
+    held by the consumer, earlier on the walk."""
+    w = launch("lock_held_across_queue_wait.py")
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks" and verdict["thread_name"] == "producer", verdict["summary"]
+    assert verdict["summary"].startswith("Deadlock through a lock") and "`state_lock`" in verdict["summary"]
+    assert "'consumer'" in verdict["summary"] and "batches.get()" in verdict["summary"]

@@ -16,6 +16,11 @@ def residency_text(view, limit=3):
     return ", ".join(parts)
 
 
+def code_text(code):
+    """A source line without its inline comment (the comment is not the call)."""
+    return code.split("  #", 1)[0].rstrip()
+
+
 def frame_text(frame):
     if not frame:
         return None
@@ -23,8 +28,8 @@ def frame_text(frame):
     text = "%s (%s:%s)" % (name, os.path.basename(filename or "?"), line)
     source = frame[3] if len(frame) > 3 and isinstance(frame[3], dict) else None
     if source and source.get("code"):
-        text += " `%s`" % source["code"].split("  #", 1)[0].rstrip()   # an inline comment is not the call
-        withs = [w["code"].rstrip(":") for w in source.get("within") or [] if w["code"].startswith("with ")]
+        text += " `%s`" % code_text(source["code"])
+        withs = [code_text(w["code"]).rstrip(":") for w in source.get("within") or [] if w["code"].startswith("with ")]
         if withs:
             text += " inside `%s`" % "`, `".join(withs)
     return text

@@ -16,7 +16,7 @@ from ..knowledge import frames as frame_table
 from ..knowledge.frames import LOCK_ACQUIRE
 from ..knowledge.processes import match_process
 from ..redact import RANK_VARS, first_var
-from .explain import frame_text, process_text
+from .explain import code_text, frame_text, process_text
 from .gpu import device_summaries, devices_of
 from .state import RUNNING_SHARE, classify, process_condition
 from .threads import THREAD_WAIT_KINDS, thread_views
@@ -240,7 +240,8 @@ class WaitGraph:
     def _orphaned_wait(self, view, seen, co_waiters):
         """A wait on another thread of the process that no thread is left to end: the others are
         stuck in the same wait (parties at a barrier, tasks waiting on tasks queued to their own
-        pool) or wait on it, and the producer died (an exception in a thread ends it quietly)."""
+        pool) or wait on it, and the thread that would end it died (an exception in a thread
+        ends it quietly) or never started."""
         threads = self.by_pid.get(view.pid, [])
         waiting_on_it = [v for v in threads if (v.pid, v.tid) in seen and v is not view and stuck(v)]
         able = [v for v in threads if v is not view and v.top_stack and v not in co_waiters
@@ -371,7 +372,7 @@ class WaitGraph:
             "deadlock",
             "self-deadlock: %s waits for `%s`, which it already holds (%s, line %d, in %s): a threading.Lock "
             "is not reentrant, so nothing can release it%s"
-            % (view.label, wants, "`%s`" % held["code"], held["line"], frame[0],
+            % (view.label, wants, "`%s`" % code_text(held["code"]), held["line"], frame[0],
                "; %s wait%s on the same lock" % (", ".join(v.label for v in same), "" if len(same) > 1 else "s")
                if same else ""), view))
 
@@ -383,9 +384,10 @@ class WaitGraph:
         wants = lock_intent(view)["wants"]
         if not wants or not stuck(view):
             return None
-        holders = [v for v in self.by_pid.get(view.pid, []) if v is not view and (v.pid, v.tid) not in seen
-                   and wants in {name for name, _frame, _held in held_locks(v)}]
+        named = [v for v in self.by_pid.get(view.pid, []) if v is not view and _holds_same(v, wants, view)]
+        holders = [v for v in named if (v.pid, v.tid) not in seen]
         if not holders:
+            self._cycle_through_lock(view, wants, [v for v in named if v in self.chain])
             return None
         word = _futex_word(view)
         holder = max(holders, key=lambda v: (bool(word) and _futex_word(v) == word, v.share))
@@ -393,9 +395,28 @@ class WaitGraph:
             _name, frame, held = next(h for h in held_locks(holder) if h[0] == wants)
             self.findings.append(finding(
                 "lock-holder", "%s holds `%s` (`%s`, line %d, in %s), which %s waits for; it is %s"
-                % (holder.label, wants, held["code"], held["line"], frame[0], view.label,
+                % (holder.label, wants, code_text(held["code"]), held["line"], frame[0], view.label,
                    _doing(holder)), holder))
         return holder
+
+    def _cycle_through_lock(self, view, wants, holders):
+        """The lock view waits for is held by a thread earlier on the walk, which waits (on a
+        queue, a join, an event, ...) for what comes after it: a cycle, nobody can move."""
+        if not holders:
+            return
+        holder = holders[0]
+        cycle = self.chain[self.chain.index(holder):]
+        if view not in cycle or not all(stuck(v) for v in cycle):
+            return
+        _name, frame, held = next(h for h in held_locks(holder) if h[0] == wants)
+        text = "deadlock through a lock: %s holds `%s` (`%s`, line %d, in %s)" % (
+            holder.label, wants, code_text(held["code"]), held["line"], frame[0])
+        for v, nxt in zip(cycle, cycle[1:]):
+            text += " while it waits (%s) at %s for %s" % (v.frame_kind or v.kind, frame_text(v.user_frame()) or "?",
+                                                          nxt.label)
+            text = text if nxt is view else text + ", which"
+        self.findings.append(finding(
+            "deadlock", "%s, which waits for `%s`: none of them can move" % (text, wants), holder))
 
     def _lock_waiters(self, view, seen):
         """Other threads stuck on locks with view (in its process, or on a lock shared between
@@ -704,6 +725,8 @@ class WaitGraph:
 LOCK_TYPES = {"FLOCK": "flock()", "POSIX": "POSIX (fcntl/lockf)", "OFDLCK": "open-file-description (OFD)",
               "LEASE": "lease"}
 STRAGGLER_MARGIN = 20.0   # SM points a straggler's GPU must exceed the waiter's by
+REPLACEMENT_GAP_S = 0.1   # a pool worker started this long after the first is a replacement
+CLK_TCK = os.sysconf("SC_CLK_TCK")   # the unit of a process's start_time
 
 
 def _kind_from_state(view):
@@ -741,15 +764,14 @@ def _kind_from_state(view):
         view.share = min(view.share, max(0.0, 1.0 - awake))
 
 
-REPLACEMENT_GAP_S = 0.1   # a pool worker started this long after the first is a replacement
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 STUCK_SHARE = 0.8   # share of the window in one wait that makes a thread "stuck" in it
 
 
 def stuck(view):
     """Waited the whole window: caught in its wait in STUCK_SHARE of the samples, the share
     capped by the scheduler's accounting (_kind_from_state), and not computing.  Every claim
-    that nothing moves (a deadlock, an orphaned wait, a lock held at fork) rests on this."""
+    that nothing moves (a deadlock, an orphaned wait, a lost task, a lock held at fork) rests
+    on this."""
     return view.share >= STUCK_SHARE and not (view.state is not None and view.state.progressing)
 
 
@@ -865,6 +887,14 @@ def _method_class(frame):
     if source.get("class"):
         return source["class"]
     return frame[0].rsplit(".", 1)[0] if frame[0] and "." in frame[0] else None
+
+
+def _holds_same(holder, wants, waiter):
+    """holder holds a lock named `wants`; `self.x` counts only in a method of the waiter's class
+    (another class's lock of the same name is another lock)."""
+    cls = _method_class(waiter.user_frame()) if wants.startswith("self.") and waiter.user_frame() else None
+    return any(name == wants and (cls is None or _method_class(frame) in (cls, None))
+               for name, frame, _held in held_locks(holder))
 
 
 def self_held(view):
