@@ -84,3 +84,18 @@ def test_checkpointer_joining_its_writer_under_the_writers_lock(launch):
     assert verdict["summary"].startswith("Deadlock") and "self._lock" in verdict["summary"], verdict["summary"]
     assert "ckpt-writer" in verdict["summary"] and "writer.join()" in verdict["summary"]
     assert verdict["progress"]["state"] == "no progress seen"
+
+
+def test_two_workers_taking_flocks_in_opposite_orders(launch, tmp_path):
+    w = launch("heldout4_flock_workers_cycle.py", tmp_path, settle=0.3)
+    workers = children_of(w.pid)
+    with open("/proc/locks") as f:
+        waiting = [line for line in f if "->" in line]
+    assert len(workers) == 2 and len(waiting) >= 2       # each worker waits on the other's lock
+    report = inspect_json(w.pid, "--children", duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks" and verdict["pid"] in workers, verdict["summary"]
+    assert verdict["summary"].startswith("File-lock deadlock") and "ckpt.lock" in verdict["summary"] \
+        and "meta.lock" in verdict["summary"], verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"
+

@@ -279,3 +279,15 @@ def test_lock_held_across_a_queue_wait_is_a_deadlock_through_the_lock(launch):
     assert verdict["category"] == "locks" and verdict["thread_name"] == "producer", verdict["summary"]
     assert verdict["summary"].startswith("Deadlock through a lock") and "`state_lock`" in verdict["summary"]
     assert "'consumer'" in verdict["summary"] and "batches.get()" in verdict["summary"]
+
+
+def test_flocks_taken_in_opposite_orders_by_two_processes_are_a_deadlock(launch, tmp_path):
+    """A file lock is held by a process, not by a thread: not a lock held at fork."""
+    w = launch("flock_order_deadlock.py", tmp_path)
+    report = inspect_json(w.pid, "--children", duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks", verdict["summary"]
+    assert verdict["summary"].startswith("File-lock deadlock across processes"), verdict["summary"]
+    assert "index.lock" in verdict["summary"] and "shard.lock" in verdict["summary"]
+    assert "lock-held-at-fork" not in {f["kind"] for f in report["findings"]}
+

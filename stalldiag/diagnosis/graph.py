@@ -291,7 +291,7 @@ class WaitGraph:
         """flock()/fcntl() lock waits: /proc/locks names the holder, even outside the inspected tree."""
         if not self.file_locks:
             return None
-        blocked = view.kernel_kind == "lock" and {label for label in view.activity} & {"flock", "fcntl", "fcntl64"}
+        blocked = _in_file_lock(view)
         polling = view.kind in ("sleep", "poll", "other")
         if not blocked and not polling:
             return None
@@ -300,6 +300,8 @@ class WaitGraph:
             if view.pid not in waiters or not lock.get("holder_pid"):
                 continue
             holder_pid = lock["holder_pid"]
+            if blocked and self._file_lock_cycle(view, lock):
+                return None
             thread = self.most_telling_thread(holder_pid, seen)
             where = "outside the inspected tree" if not lock.get("holder_in_tree", True) else "in the job"
             self.findings.append(finding(
@@ -314,14 +316,35 @@ class WaitGraph:
                 return thread
         return None
 
+    def _file_lock_cycle(self, view, lock):
+        """The file lock view waits for is held by a process earlier on the walk, itself blocked
+        on a file lock: a deadlock across processes through file locks."""
+        members = [v.pid for v in self.chain]
+        if lock["holder_pid"] not in members or lock["holder_pid"] == view.pid:
+            return False
+        cycle = self.chain[members.index(lock["holder_pid"]):]
+        if not all(stuck(v) for v in cycle):
+            return False
+        name = lambda entry: entry.get("path") or entry.get("dev_inode") or "a lock"
+        steps = []
+        for v, nxt in zip(cycle, cycle[1:] + cycle[:1]):
+            # v waits for the lock nxt holds
+            entry = next((e for e in self.file_locks if e.get("holder_pid") == nxt.pid
+                          and v.pid in (e.get("waiter_pids") or [])), {})
+            steps.append("%s waits for %s, held by pid %d" % (_proc_text(self.procs.get(v.pid), v.pid), name(entry),
+                                                               nxt.pid))
+        self.findings.append(finding(
+            "deadlock", "file-lock deadlock across processes: %s: nobody can move" % "; ".join(steps), view))
+        return True
+
     def held_at_fork(self, view):
         """A forked child waiting on a lock that no thread of its own holds: the lock was held,
         at fork() time, by a thread that exists only in the parent.  Names that thread when its
         stack shows it inside the same lock (same `with` name, or the same library function)."""
         proc = self.procs.get(view.pid) or {}
         parent = self.procs.get(proc.get("ppid"))
-        if parent is None or not stuck(view) or _shared_futex(view):
-            return False
+        if parent is None or not stuck(view) or _shared_futex(view) or _in_file_lock(view):
+            return False   # (a file lock is the kernel's, held by a process, not by a thread)
         others = [v for v in self.by_pid.get(view.pid, []) if v is not view and v.n_samples]
         wants = lock_intent(view)["wants"]
         if any(wants and wants in lock_intent(o)["holds"] for o in others):
@@ -827,6 +850,10 @@ def _waited_targets(view):
             if target.startswith(("pipe:", "socket:")):
                 targets.append(target)
     return targets
+
+
+def _in_file_lock(view):
+    return view.kernel_kind == "lock" and bool({label for label in view.activity} & {"flock", "fcntl", "fcntl64"})
 
 
 def _co_waiter(other, view):
