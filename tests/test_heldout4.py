@@ -99,3 +99,12 @@ def test_two_workers_taking_flocks_in_opposite_orders(launch, tmp_path):
         and "meta.lock" in verdict["summary"], verdict["summary"]
     assert verdict["progress"]["state"] == "no progress seen"
 
+
+def test_join_after_decoders_swallowed_an_exception_before_task_done(launch):
+    w = launch("heldout4_queue_join_exception_path.py")
+    assert all("futex" in wchan(w.pid, t) for t in [w.pid] + other_tids(w.pid))
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks" and verdict["tid"] == w.pid, verdict["summary"]
+    assert "records.join()" in verdict["summary"] and "task_done()" in verdict["summary"]
+    assert "decoder-0" in verdict["summary"] and "decoder-1" in verdict["summary"]

@@ -291,3 +291,10 @@ def test_flocks_taken_in_opposite_orders_by_two_processes_are_a_deadlock(launch,
     assert "index.lock" in verdict["summary"] and "shard.lock" in verdict["summary"]
     assert "lock-held-at-fork" not in {f["kind"] for f in report["findings"]}
 
+
+def test_queue_join_with_idle_consumers_missed_a_task_done(launch):
+    w = launch("queue_join_missed_task_done.py")
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks" and verdict["tid"] == w.pid, verdict["summary"]
+    assert "Queue.join()" in verdict["summary"] and "task_done() call was missed" in verdict["summary"]

@@ -205,6 +205,8 @@ class WaitGraph:
                 return holder
             if self.held_at_fork(view):
                 return None
+        if self._missed_task_done(view):
+            return None
         others = [v for v in self.by_pid.get(view.pid, []) if (v.pid, v.tid) not in seen and v.n_samples
                   and not _idle_helper(v)]
         co_waiters = [v for v in others if _co_waiter(v, view)]
@@ -221,6 +223,25 @@ class WaitGraph:
         if view.kind in THREAD_WAIT_KINDS and stuck(view):
             self._orphaned_wait(view, seen, co_waiters)
         return None
+
+    def _missed_task_done(self, view):
+        """Queue.join() with every consumer idle in get(): the queue is empty, so join() waits
+        for a task_done() that a consumer skipped (an early `continue`, an exception caught
+        before it); nothing will call it."""
+        if not (view.kind in THREAD_WAIT_KINDS and stuck(view) and frame_table.waits_in_queue_join(view.top_stack)):
+            return False
+        threads = [v for v in self.by_pid.get(view.pid, []) if v is not view and v.top_stack]
+        consumers = [v for v in threads if v.kind == "queue-get" and stuck(v)]
+        if not consumers or any(not stuck(v) for v in threads):
+            return False
+        self.findings.append(finding(
+            "orphaned-wait", "%s waits in Queue.join() at %s for every item to have its task_done(), but the "
+            "queue's consumer%s (%s) wait%s in get() for new items: the queue is empty, so a task_done() call "
+            "was missed (a path that skips it: an early `continue`, an exception caught before it), and "
+            "join() will never return" % (
+                view.label, frame_text(view.user_frame()) or "?", "s" if len(consumers) > 1 else "",
+                ", ".join(v.label for v in consumers), "" if len(consumers) > 1 else "s"), view))
+        return True
 
     def event_loop_blocked(self, view):
         """A thread that runs an asyncio event loop, held all window in one step (a synchronous

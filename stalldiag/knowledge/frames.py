@@ -70,6 +70,14 @@ def idle_pool_worker(stack):
     return False
 
 
+QUEUE_JOIN = ((r"(^|/)queue\.py$", r"^(Queue\.)?join$"),)
+
+
+def waits_in_queue_join(stack):
+    """Queue.join(): waits until every put() item has had its task_done()."""
+    return _any_frame(stack, QUEUE_JOIN)
+
+
 def pool_of(stack):
     """What pool a thread's stack (leaf first) runs tasks for, or None."""
     for frame in stack or []:
