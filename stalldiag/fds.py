@@ -76,6 +76,15 @@ class SocketTable:
     def refresh(self):
         self._loaded_for.clear()
 
+    def tcp_peers(self):
+        """{inode: peer inode} for established TCP connections whose two ends are both in the
+        tables read so far (a local server, a store, another rank): the end whose local and
+        remote addresses are this end's remote and local.  The tables are read only to describe
+        a socket a thread waits on, so this costs nothing more."""
+        ends = {(s["local"], s["remote"]): inode for inode, s in self._by_inode.items()
+                if s.get("proto") == "tcp" and s.get("state") == "ESTABLISHED" and inode}
+        return {inode: ends[(remote, local)] for (local, remote), inode in ends.items() if (remote, local) in ends}
+
     def _load(self, pid):
         self._loaded_for.add(pid)
         base = "/proc/%d/net/" % pid
@@ -182,24 +191,6 @@ NETLINK_SOCK_DIAG = 4
 SOCK_DIAG_BY_FAMILY = 20
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
 NLMSG_ERROR, NLMSG_DONE = 2, 3
-def tcp_peers(pid):
-    """{inode: peer inode} for TCP connections whose two ends are both in pid's network
-    namespace (a local server, a store, a parameter server): the end whose local and remote
-    addresses are this end's remote and local."""
-    ends = {}
-    for proto, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
-        try:
-            lines = procfs.read_text("/proc/%d/net/%s" % (pid, proto)).splitlines()[1:]
-        except procfs.ProcfsError:
-            continue
-        for line in lines:
-            parts = line.split()
-            if len(parts) < 10 or parts[3] != "01" or parts[9] == "0":   # ESTABLISHED, owned
-                continue
-            ends[(_hex_addr(parts[1], family), _hex_addr(parts[2], family))] = int(parts[9])
-    return {inode: ends[(remote, local)] for (local, remote), inode in ends.items() if (remote, local) in ends}
-
-
 UDIAG_SHOW_PEER = 0x4
 UNIX_DIAG_PEER = 2
 

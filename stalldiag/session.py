@@ -197,7 +197,7 @@ class Inspection:
             self.limitations.append("GPU: not available (%s)" % gpu.reason)
 
         unix_peers = fds.unix_peers()
-        tcp_peers = fds.tcp_peers(self.pid)   # read from the target's network namespace
+        tcp_peers = sampler.sockets.tcp_peers()
         waits = self._resolve_waits(sampler, profiles, frames)
         return capture.build(
             tool_version=__version__,
