@@ -35,5 +35,9 @@ def test_the_demo_writes_into_a_temporary_directory_not_the_checkout(tmp_path):
     assert written, proc.stdout
     for path in written.groups():
         assert path.startswith(str(tmpdir) + "/") and os.path.getsize(path) > 0
+    # one deadlock, said once (the lock cycle rule must not repeat the lock-order finding)
+    import json
+    report = json.loads(open(written.group(2)).read())
+    assert [f["kind"] for f in report["findings"]].count("deadlock") == 1, report["findings"]
     assert not list(cwd.iterdir())
     assert not (ROOT / "stalldiag-report.json").exists() and not (ROOT / "stalldiag-report.md").exists()

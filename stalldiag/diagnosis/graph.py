@@ -452,6 +452,9 @@ class WaitGraph:
         cycle = self.chain[self.chain.index(holder):]
         if view not in cycle or not all(stuck(v) for v in cycle):
             return
+        if any(f["kind"] == "deadlock" and holder.label in f["summary"] and view.label in f["summary"]
+               for f in self.findings):
+            return   # already said (a lock-order deadlock of the same two threads)
         _name, frame, held = next(h for h in held_locks(holder) if h[0] == wants)
         text = "deadlock through a lock: %s holds `%s` (`%s`, line %d, in %s)" % (
             holder.label, wants, code_text(held["code"]), held["line"], frame[0])
