@@ -8,13 +8,13 @@ workers, the rank that is not in the collective.  Edges are found lazily,
 one waiting thread at a time, by the finders in WaitGraph.NEXT.  Framework
 knowledge stays in the knowledge tables; this module only follows waits.
 """
-import os
 import re
 from collections import Counter
 
 from ..knowledge import frames as frame_table
 from ..knowledge.frames import LOCK_ACQUIRE
 from ..knowledge.processes import match_process
+from ..procfs import CLK_TCK   # the unit of a process's start_time
 from ..redact import RANK_VARS, first_var
 from .explain import code_text, frame_text, process_text
 from .gpu import device_summaries, devices_of
@@ -174,11 +174,8 @@ class WaitGraph:
         if target is None:
             return self.waited_thread(view, seen)
         if (target.pid, target.tid) in seen:
-            members = [(v.pid, v.tid) for v in self.chain]
-            if (target.pid, target.tid) in members:
-                cycle = self.chain[members.index((target.pid, target.tid)):]
-                if not all(stuck(v) for v in cycle):
-                    return None
+            cycle = self.stuck_cycle(target)
+            if cycle:
                 self.findings.append(finding(
                     "deadlock", "join deadlock: %s; each waits for the next to exit, and none can" % "; ".join(
                         "%s joins %s" % (v.label, nxt.label) for v, nxt in zip(cycle, cycle[1:] + [target])), view))
@@ -264,11 +261,10 @@ class WaitGraph:
         pool) or wait on it, and the thread that would end it died (an exception in a thread
         ends it quietly) or never started."""
         threads = self.by_pid.get(view.pid, [])
-        waiting_on_it = [v for v in threads if (v.pid, v.tid) in seen and v is not view and stuck(v)]
-        able = [v for v in threads if v is not view and v.top_stack and v not in co_waiters
-                and v not in waiting_on_it]
-        if able:
-            return
+        python = [v for v in threads if v is not view and v.top_stack]
+        waiting_on_it = [v for v in threads if v is not view and (v.pid, v.tid) in seen and stuck(v)]
+        if any(v not in co_waiters and v not in waiting_on_it for v in python):
+            return   # a thread that can still end the wait
         why = []
         if co_waiters:
             why.append("%s wait%s at the same line" % (", ".join(v.label for v in co_waiters),
@@ -276,7 +272,7 @@ class WaitGraph:
         if waiting_on_it:
             why.append("%s wait%s on it" % (", ".join(v.label for v in waiting_on_it),
                                             "s" if len(waiting_on_it) == 1 else ""))
-        if not [v for v in threads if v is not view and v.top_stack]:
+        if not python:
             why.append("no other Python thread is alive in that process%s" % (
                 " (only %d native helper thread(s))" % (len(threads) - 1) if len(threads) > 1 else ""))
         pool = frame_table.pool_of(view.top_stack)
@@ -340,11 +336,9 @@ class WaitGraph:
     def _file_lock_cycle(self, view, lock):
         """The file lock view waits for is held by a process earlier on the walk, itself blocked
         on a file lock: a deadlock across processes through file locks."""
-        members = [v.pid for v in self.chain]
-        if lock["holder_pid"] not in members or lock["holder_pid"] == view.pid:
-            return False
-        cycle = self.chain[members.index(lock["holder_pid"]):]
-        if not all(stuck(v) for v in cycle):
+        first = next((v for v in self.chain if v.pid == lock["holder_pid"]), None)
+        cycle = self.stuck_cycle(first) if first is not None and first.pid != view.pid else None
+        if not cycle:
             return False
         name = lambda entry: entry.get("path") or entry.get("dev_inode") or "a lock"
         steps = []
@@ -449,8 +443,8 @@ class WaitGraph:
         if not holders:
             return
         holder = holders[0]
-        cycle = self.chain[self.chain.index(holder):]
-        if view not in cycle or not all(stuck(v) for v in cycle):
+        cycle = self.stuck_cycle(holder)
+        if not cycle or view not in cycle:
             return
         if any(f["kind"] == "deadlock" and holder.label in f["summary"] and view.label in f["summary"]
                for f in self.findings):
@@ -512,6 +506,23 @@ class WaitGraph:
             % (len(candidates) + 1, ", ".join(v.label for v in [view] + candidates)), other))
         return other
 
+    def stuck_cycle(self, first):
+        """The chain from `first` (a thread on the walk) to its end, when every thread on it is
+        stuck: a cycle back to `first` that nobody can leave; None otherwise (threads in
+        lockstep are caught waiting on each other, and run in turn)."""
+        if first not in self.chain:
+            return None
+        cycle = self.chain[self.chain.index(first):]
+        return cycle if all(stuck(v) for v in cycle) else None
+
+    def other_end(self, target, peers):
+        """Pids holding the socket at the other end of `target` ("socket:[ino]"), by a peer table."""
+        peer = peers.get(int(target[8:-1])) if target.startswith("socket:[") else None
+        return self.holders.get("socket:[%s]" % peer, ()) if peer else ()
+
+    def live_children(self, pid):
+        return [p for p in self.procs.values() if p.get("ppid") == pid and p.get("exited_at") is None]
+
     def related(self, pid_a, pid_b):
         a, b = self.procs.get(pid_a, {}), self.procs.get(pid_b, {})
         return a.get("ppid") == pid_b or b.get("ppid") == pid_a or (a.get("ppid") and a.get("ppid") == b.get("ppid"))
@@ -519,7 +530,7 @@ class WaitGraph:
     def waited_child(self, view, seen):
         detail = view.top_detail() or {}
         wanted = detail.get("child") if isinstance(detail, dict) else None
-        kids = [p for p in self.procs.values() if p.get("ppid") == view.pid and p.get("exited_at") is None]
+        kids = self.live_children(view.pid)
         if isinstance(wanted, int) and wanted > 0:
             kids = [p for p in kids if p["pid"] == wanted] or kids
         if not kids:
@@ -545,15 +556,12 @@ class WaitGraph:
             for pid in self.holders.get(target, ()):
                 if pid != view.pid:
                     peers[pid] += 1
-            if target.startswith("socket:["):
-                peer = self.unix_peers.get(int(target[8:-1]))
-                for pid in self.holders.get("socket:[%s]" % peer, ()) if peer else ():
-                    if pid != view.pid:
-                        peers[pid] += 2
+            for pid in self.other_end(target, self.unix_peers):
+                if pid != view.pid:
+                    peers[pid] += 2
         if not peers:
-            for proc in self.procs.values():
-                if proc.get("ppid") == view.pid and proc.get("exited_at") is None:
-                    peers[proc["pid"]] += 1
+            for proc in self.live_children(view.pid):
+                peers[proc["pid"]] += 1
         candidates = [self.most_telling_thread(pid, seen) for pid in peers]
         candidates = [c for c in candidates if c is not None]
         if not candidates:
@@ -566,8 +574,7 @@ class WaitGraph:
         """A TCP connection between two processes of the tree (a local server, a store, a
         parameter server, another rank): the process that holds the other end."""
         for target in _waited_targets(view):
-            peer = self.tcp_peers.get(int(target[8:-1])) if target.startswith("socket:[") else None
-            for pid in sorted(self.holders.get("socket:[%d]" % peer, ())) if peer else ():
+            for pid in sorted(self.other_end(target, self.tcp_peers)):
                 thread = self.most_telling_thread(pid, seen) if pid != view.pid else None
                 if thread is not None:
                     self.chain_notes[(thread.pid, thread.tid)] = "holds the other end of the connection %s " \
@@ -579,8 +586,7 @@ class WaitGraph:
         """A wait for a multiprocessing.Pool result while every worker of the pool waits for a task:
         none has it.  A worker that dies mid-task (SIGKILL, the OOM killer, os._exit) takes its task
         with it; the Pool starts a replacement worker, not the task again."""
-        kids = [p for p in self.procs.values() if p.get("ppid") == view.pid and p.get("exited_at") is None]
-        workers = [(p, self.main_thread(p["pid"])) for p in kids]
+        workers = [(p, self.main_thread(p["pid"])) for p in self.live_children(view.pid)]
         if not workers or not all(t is not None and frame_table.idle_pool_worker(t.top_stack) for _p, t in workers):
             return False
         starts = sorted((p.get("start_time") or 0, p["pid"]) for p, _t in workers)
@@ -773,7 +779,6 @@ LOCK_TYPES = {"FLOCK": "flock()", "POSIX": "POSIX (fcntl/lockf)", "OFDLCK": "ope
               "LEASE": "lease"}
 STRAGGLER_MARGIN = 20.0   # SM points a straggler's GPU must exceed the waiter's by
 REPLACEMENT_GAP_S = 0.1   # a pool worker started this long after the first is a replacement
-CLK_TCK = os.sysconf("SC_CLK_TCK")   # the unit of a process's start_time
 
 
 def _kind_from_state(view):

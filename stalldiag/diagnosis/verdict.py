@@ -7,7 +7,7 @@ on peers, a child or a deadlock, what the wait is), and the summary says the
 mechanism in the user's words.
 """
 from .explain import detail_text, frame_text, pct, process_text, residency_text
-from .graph import finding, lock_intent, stuck
+from .graph import finding, lock_intent
 from .threads import THREAD_WAIT_KINDS
 
 CATEGORIES = ("locks", "io", "compilation", "cuda", "collective", "network", "subprocess",
@@ -84,12 +84,9 @@ def _close_cycle(d, end):
     if end.kind not in CYCLE_KINDS or len(d.chain) < 2:
         return
     back = d.NEXT[end.kind](d, end, {(end.pid, end.tid)})
-    members = [(v.pid, v.tid) for v in d.chain]
-    if back is None or (back.pid, back.tid) not in members:
+    cycle = d.stuck_cycle(back) if back is not None else None
+    if not cycle:
         return
-    cycle = d.chain[members.index((back.pid, back.tid)):]
-    if not all(stuck(v) for v in cycle):
-        return   # processes in lockstep are caught waiting on each other, and run in turn
     steps = ["%s (%s)" % (v.label, _wait_words(v)) for v in cycle]
     d.findings.append(finding(
         "deadlock", "deadlock across processes: %s, which waits on the first: nobody can move" % " → ".join(steps), end))

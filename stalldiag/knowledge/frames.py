@@ -26,11 +26,11 @@ FramePattern = namedtuple("FramePattern", "framework file function kind meaning"
 
 _P = FramePattern
 
-# Frames of a thread that runs the tasks of a pool: (file pattern, function, what the pool is).
-POOL_WORKER_FRAMES = (
-    (r"concurrent/futures/thread\.py$", r"^_worker$", "a concurrent.futures.ThreadPoolExecutor"),
-    (r"multiprocessing/pool\.py$", r"^worker$", "a multiprocessing pool"),
-)
+# The loop of a thread that runs the tasks of a pool, and what the pool is.
+THREAD_POOL_WORKER = (r"concurrent/futures/thread\.py$", r"^_worker$")
+PROCESS_POOL_WORKER = (r"multiprocessing/pool\.py$", r"^worker$")
+POOL_WORKER_FRAMES = ((THREAD_POOL_WORKER, "a concurrent.futures.ThreadPoolExecutor"),
+                      (PROCESS_POOL_WORKER, "a multiprocessing pool"))
 
 
 # An event loop's step, and where an idle loop waits for events: a thread inside a step but not
@@ -40,9 +40,13 @@ EVENT_LOOP_WAIT = ((r"(^|/)selectors\.py$", r"^(\w+Selector\.)?select$"),
                    (r"asyncio/windows_events\.py$", r"^(IocpProactor\.)?_poll$"))
 
 
+def _matches(frame, row):
+    file_pattern, function = row
+    return bool(re.search(file_pattern, frame[1] or "") and re.match(function, frame[0] or ""))
+
+
 def _any_frame(stack, rows):
-    return any(re.search(file_pattern, frame[1] or "") and re.match(function, frame[0] or "")
-               for frame in stack or [] for file_pattern, function in rows)
+    return any(_matches(frame, row) for frame in stack or [] for row in rows)
 
 
 def in_event_loop_step(stack):
@@ -54,7 +58,6 @@ def in_event_loop_step(stack):
 # A multiprocessing.Pool: waits for a result, and a worker idle between tasks (in the pool's
 # worker loop, every frame above it a wait on the task queue).
 POOL_RESULT_WAIT = ((r"multiprocessing/pool\.py$", r"^((ApplyResult|MapResult)\.)?(get|wait)$|^(IMapIterator\.)?next$"),)
-POOL_WORKER_LOOP = ((r"multiprocessing/pool\.py$", r"^worker$"),)
 TASK_QUEUE_FILES = r"multiprocessing/(queues|synchronize|connection)\.py$"
 
 
@@ -65,7 +68,7 @@ def waits_for_pool_result(stack):
 def idle_pool_worker(stack):
     """A multiprocessing.Pool worker waiting for its next task."""
     for depth, frame in enumerate(stack or []):
-        if _any_frame([frame], POOL_WORKER_LOOP):
+        if _matches(frame, PROCESS_POOL_WORKER):
             return depth > 0 and all(re.search(TASK_QUEUE_FILES, f[1] or "") for f in stack[:depth])
     return False
 
@@ -80,11 +83,7 @@ def waits_in_queue_join(stack):
 
 def pool_of(stack):
     """What pool a thread's stack (leaf first) runs tasks for, or None."""
-    for frame in stack or []:
-        for file_pattern, function, pool in POOL_WORKER_FRAMES:
-            if re.search(file_pattern, frame[1] or "") and re.match(function, frame[0] or ""):
-                return pool
-    return None
+    return next((pool for frame in stack or [] for row, pool in POOL_WORKER_FRAMES if _matches(frame, row)), None)
 
 
 FRAME_PATTERNS = [
