@@ -185,10 +185,11 @@ class Inspection:
             self.limitations.append("Python stacks of %d processes from one snapshot: their py-spy did not stop "
                                     "within %.1f s of the window's end (pids %s)"
                                     % (len(stacks.late), stacks.STOP_GRACE_S, ", ".join(map(str, stacks.late[:5]))))
-        for pid, taken, span in stacks.thin:
-            self.limitations.append("py-spy took only %d stack sample%s of pid %d in %.1f s at %d Hz (starved of "
-                                    "CPU, or failing to read the process): its Python stacks say less"
-                                    % (taken, "" if taken == 1 else "s", pid, span, stacks.rates[pid]))
+        for pid, taken, span, started in stacks.thin:
+            self.limitations.append("py-spy took only %d stack sample%s of pid %d in %.1f s at %d Hz, recording from "
+                                    "%.1f s into the window (started late, starved of CPU, or failing to read the "
+                                    "process): its Python stacks say less"
+                                    % (taken, "" if taken == 1 else "s", pid, span, stacks.rates[pid], started))
         if rate_notes:
             self.limitations.append(
                 "sampling rate lowered to %s Hz for a large tree (asked for %s Hz)"

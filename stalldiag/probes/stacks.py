@@ -125,6 +125,7 @@ class StackProbe:
     START_GAP_S = 0.01
     PYSPY_NICE = 10
     STOP_GRACE_S = 0.5
+    THIN_SAMPLES = 4   # fewer stack samples than this from a recorder are named in the report
 
     def __init__(self, rate, duration, native=False):
         self.rate = max(1, int(round(rate)))
@@ -305,12 +306,15 @@ class StackProbe:
         return out
 
     def _check_thin(self, pid, got):
-        """Note a recorder that took under a quarter of the samples its rate and time asked for
-        (py-spy starved of CPU, or failing to read the process): its stacks say less."""
-        span = self._asked_at.get(pid, self._clock()) - self._started_at.get(pid, self._clock())
+        """Note a recorder that took under THIN_SAMPLES samples, or under a quarter of what its rate
+        and time asked for (py-spy starved of CPU, failing to read the process, or started late
+        because its process turned busy late): its stacks say less."""
+        started = self._started_at.get(pid, self._clock())
+        span = self._asked_at.get(pid, self._clock()) - started
         taken = max(len(profile["stacks"]) for profile in got.values())
-        if self.rates[pid] * span >= 4 and taken < self.rates[pid] * span / 4:
-            self.thin.append((pid, taken, round(span, 1)))
+        # also a recorder started late in the window (its process turned busy late): few samples
+        if taken < self.THIN_SAMPLES or taken < self.rates[pid] * span / 4:
+            self.thin.append((pid, taken, round(span, 1), round(started - self.t0, 1)))
 
     def lead(self, rate):
         """Seconds before the window's end at which a recorder at rate Hz is asked to stop:
