@@ -45,7 +45,8 @@ IDLE_STACK_RATE = 1
 # Thread-samples per second above which the rate is lowered, to keep our
 # own CPU use near 2-3% of a core on large trees.
 THREAD_READS_PER_S = 1500
-# Each /proc tick comes a random 0.5-1.5 intervals after the last: at a fixed rate, a loop
+# Each /proc tick comes at a random point within half an interval of its place on the fixed
+# schedule (as many ticks as at a fixed rate, none in step with the target): at a fixed rate, a loop
 # whose period divides the interval (20 ms at 5 Hz) is caught at the same point of its period
 # in every sample, e.g. always in its wait, never computing (fixtures/workloads/paced_training.py).
 TICK_JITTER = 0.5
@@ -131,7 +132,7 @@ class Inspection:
                 self._follow_lock_holders(sampler, stacks, sampler.tick())
                 time.sleep(0.5)   # time for py-spy to take a few samples
             else:
-                next_tick = 0.0
+                next_tick = base_tick = 0.0
                 while True:
                     now = time.monotonic() - t0
                     if now >= self.duration:
@@ -150,7 +151,8 @@ class Inspection:
                         effective_rate = min(self.rate, max(1.0, THREAD_READS_PER_S / max(threads, 1)))
                         if effective_rate < self.rate:
                             rate_notes.add(round(effective_rate, 1))
-                        next_tick += random.uniform(1.0 - TICK_JITTER, 1.0 + TICK_JITTER) / effective_rate
+                        base_tick += 1.0 / effective_rate
+                        next_tick = base_tick + random.uniform(-TICK_JITTER, TICK_JITTER) / effective_rate
                         if self.progress:
                             self.progress(now, self.duration, len(sampler.live), threads)
                     if self.children and now >= next_rescan:
