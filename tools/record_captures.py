@@ -72,6 +72,10 @@ CASES = {
     "marker_file_wait": (py("marker_file_wait.py", TMP), 0.5, 2),
     "gil_held_by_regex": (py("gil_held_by_regex.py"), 1.0, 2),
     "flock_held_outside": None,  # needs a leftover holder; see record_with_holder
+    # issue 20: the category is the root cause's; forked frames hold nothing (as root: I/O throttle)
+    "lock_holder_slow_disk": (py("lock_holder_slow_disk.py", "/var/tmp/stalldiag-captures-slow"), 1.0, 3),
+    "child_shell_slow_reader": (py("child_shell_slow_reader.py", "/var/tmp/stalldiag-captures-slow"), 1.5, 3),
+    "fork_under_mp_lock": (py("fork_under_mp_lock.py"), 0.3, 2),
 }
 
 

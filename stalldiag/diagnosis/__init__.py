@@ -11,7 +11,7 @@ evidence.py and progress.py add the numbers and findings around the verdict.
 """
 from .evidence import framework_evidence, general_findings, gpu_evidence, process_evidence
 from .explain import describe_thread, detail_text, frame_text, process_text  # noqa: F401  (renderers import these)
-from .graph import WaitGraph, finding, stuck
+from .graph import WaitGraph, finding
 from .verdict import CATEGORIES, choose_category, confidence_of, halted_phrase, summary_of, walk  # noqa: F401
 
 
@@ -28,7 +28,7 @@ def diagnose(capture):
 
     culprit = walk(d, focus)
     d.event_loop_blocked(culprit)
-    category = choose_category(d, focus, culprit)
+    category, through = choose_category(d, focus, culprit)
     evidence = []
     for view in d.chain:
         evidence.append(describe_thread(view))
@@ -41,7 +41,7 @@ def diagnose(capture):
     confidence = confidence_of(d, focus, culprit)
     verdict = {
         "category": category,
-        "summary": summary_of(d, category, focus, culprit) + category_gpu,
+        "summary": summary_of(d, category, focus, culprit, through) + category_gpu,
         "pid": culprit.pid,
         "tid": culprit.tid,
         "thread_name": culprit.name,
@@ -55,45 +55,14 @@ def diagnose(capture):
 
 def _progress(d, verdict, focus):
     """Every verdict says whether the run is making progress; a silent healthy run is a finding."""
-    from .progress import assess, silent_output
-    verdict["progress"] = assess(d.capture, d.views, d.gpus, _halted_blockers(d))
+    from .progress import assess, blockers, silent_output
+    verdict["progress"] = assess(d.capture, d.views, d.gpus, blockers(d))
     silent = silent_output(d.capture, d.procs.get(focus.pid), verdict["progress"])
     if silent:
         item = finding("silent-output", silent["summary"], pid=focus.pid)
         item["unchanged_s"] = silent["unchanged_s"]
         item["stdio"] = {str(k): v for k, v in silent["stdio"].items()}
         d.findings.insert(0, item)
-
-
-# Findings that mean the focus waits on something that will not resolve by itself.
-STALL_FINDINGS = ("deadlock", "lock-held-at-fork", "orphaned-wait", "lost-task")
-
-
-def _halted_blockers(d):
-    """Why the job cannot move, whatever CPU its threads burn: a stopped or frozen process it needs
-    (a rank, or one on the wait chain), a deadlock, a lock held at fork, a training loop starved of
-    the GIL or waiting on a file lock for the whole window."""
-    out, done = [], set()
-    for item in d.findings:
-        if item["kind"] in STALL_FINDINGS:
-            out.append("%s (it cannot resolve by itself)" % item["summary"])
-    focus = d.chain[0] if d.chain else None
-    starved = focus is not None and (stuck(focus) or (focus.cpu_seconds is not None and focus.cpu_seconds
-                                                            < 0.05 * ((d.capture.get("window") or {}).get("duration_s") or 0)))
-    if starved and len(d.chain) > 1:
-        if getattr(focus, "waits_for_gil", False):
-            out.append("%s waited for the GIL for the whole window" % focus.label)
-        elif any(f["kind"] == "file-lock" for f in d.findings) and not d.chain[-1].state.progressing:
-            out.append("%s waited on a file lock for the whole window, and its holder is not working" % focus.label)
-    ranks = [pid for pid, role in d.roles.items() if str(role).startswith("rank ")]
-    for pid in ranks + [v.pid for v in d.chain]:
-        thread = d.main_thread(pid)
-        if pid in done or thread is None or not d.halted(thread):
-            continue
-        done.add(pid)
-        out.append("%s (pid %d) is %s: the job cannot progress until it runs again" % (
-            d.roles.get(pid) or "process", pid, halted_phrase(d, thread)))
-    return out
 
 
 def _step_text(d, view):

@@ -18,6 +18,7 @@ from ..procfs import CLK_TCK   # the unit of a process's start_time
 from ..redact import RANK_VARS, first_var
 from .explain import code_text, frame_text, process_text
 from .gpu import device_summaries, devices_of
+from .progress import STUCK_SHARE, stuck
 from .state import RUNNING_SHARE, classify, process_condition
 from .threads import THREAD_WAIT_KINDS, thread_views
 
@@ -333,6 +334,10 @@ class WaitGraph:
                 return thread
         return None
 
+    def waits_on_file_lock(self, view):
+        """view waits (blocked, or retrying between sleeps) for a file lock another process holds."""
+        return any(f["kind"] == "file-lock" and (f["pid"], f["tid"]) == (view.pid, view.tid) for f in self.findings)
+
     def _file_lock_cycle(self, view, lock):
         """The file lock view waits for is held by a process earlier on the walk, itself blocked
         on a file lock: a deadlock across processes through file locks."""
@@ -422,7 +427,7 @@ class WaitGraph:
         wants = lock_intent(view)["wants"]
         if not wants or not stuck(view):
             return None
-        named = [v for v in self.by_pid.get(view.pid, []) if v is not view and _holds_same(v, wants, view)]
+        named = [v for v in self.lock_sharers(view) if v is not view and _holds_same(v, wants, view)]
         holders = [v for v in named if (v.pid, v.tid) not in seen]
         if not holders:
             self._cycle_through_lock(view, wants, [v for v in named if v in self.chain])
@@ -436,6 +441,17 @@ class WaitGraph:
                 % (holder.label, wants, code_text(held["code"]), held["line"], frame[0], view.label,
                    _doing(holder)), holder))
         return holder
+
+    def lock_sharers(self, view):
+        """Threads that can hold the lock view waits on: its own process's, and for a lock in
+        shared memory (a multiprocessing lock) those of every process mapping it (the waker
+        probe's mappers; without them, every process of the capture)."""
+        if not _shared_futex(view):
+            return self.by_pid.get(view.pid, [])
+        mappers = next((set(w.get("mappers") or []) for w in self.capture.get("wakers") or []
+                        if (w.get("pid"), w.get("tid")) == (view.pid, view.tid) and w.get("wait") == "futex-shared"),
+                       None)
+        return [v for v in self.views if v.pid == view.pid or mappers is None or v.pid in mappers]
 
     def _cycle_through_lock(self, view, wants, holders):
         """The lock view waits for is held by a thread earlier on the walk, which waits (on a
@@ -816,17 +832,6 @@ def _kind_from_state(view):
         view.share = min(view.share, max(0.0, 1.0 - awake))
 
 
-STUCK_SHARE = 0.8   # share of the window in one wait that makes a thread "stuck" in it
-
-
-def stuck(view):
-    """Waited the whole window: caught in its wait in STUCK_SHARE of the samples, the share
-    capped by the scheduler's accounting (_kind_from_state), and not computing.  Every claim
-    that nothing moves (a deadlock, an orphaned wait, a lost task, a lock held at fork) rests
-    on this."""
-    return view.share >= STUCK_SHARE and not (view.state is not None and view.state.progressing)
-
-
 # Waits spent asleep in the kernel, that take no CPU while they last.
 SLEEPING_KINDS = ("lock", "sleep", "poll", "pipe", "ipc", "child", "network", "tty") + THREAD_WAIT_KINDS
 
@@ -934,7 +939,8 @@ def _frame_holds(frame):
 
 def held_locks(view):
     """(name, frame, source entry) of every lock the frames of a thread's top stack hold."""
-    return [(name, frame, held) for frame in view.top_stack or [] for name, held in _frame_holds(frame)]
+    return [(name, frame, held) for frame in frame_table.own_frames(view.top_stack)
+            for name, held in _frame_holds(frame)]
 
 
 def _method_class(frame):
@@ -962,7 +968,7 @@ def self_held(view):
     if not wants or not inner:
         return None
     cls = _method_class(inner)
-    for frame in view.top_stack or []:
+    for frame in frame_table.own_frames(view.top_stack):
         if frame is not inner and wants.startswith("self.") and (cls is None or _method_class(frame) != cls):
             continue
         for name, held in _frame_holds(frame):
@@ -986,7 +992,7 @@ def held_in_window(view):
     """Lock names a thread was inside (`with X:` around its own code) in any stack sample."""
     names = set()
     for frames, _count in view.stacks_by_count():
-        for frame in frames:
+        for frame in frame_table.own_frames(frames):
             source = frame[3] if len(frame) > 3 and isinstance(frame[3], dict) else None
             for opener in (source or {}).get("within") or []:
                 match = LOCK_NAME.match(opener.get("code") or "")

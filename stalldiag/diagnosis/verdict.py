@@ -7,48 +7,9 @@ on peers, a child or a deadlock, what the wait is), and the summary says the
 mechanism in the user's words.
 """
 from .explain import detail_text, frame_text, pct, process_text, residency_text
-from .graph import finding, lock_intent
-from .threads import THREAD_WAIT_KINDS
+from .graph import finding
 
-CATEGORIES = ("locks", "io", "compilation", "cuda", "collective", "network", "subprocess",
-              "cpu", "sleep", "unknown")
-
-SUMMARY = {
-    "locks": "Blocked on a lock",
-    "io": "Blocked on storage I/O",
-    "compilation": "Compiling",
-    "cuda": "Waiting on GPU kernels",
-    "collective": "Waiting in a distributed collective",
-    "network": "Waiting on the network",
-    "subprocess": "Waiting on a child program",
-    "cpu": "Busy computing on the CPU",
-    "sleep": "Sleeping (idle by design)",
-    "unknown": "Cause not determined",
-}
-
-
-CATEGORY_OF_KIND = {
-    "cpu": "cpu",
-    "lock": "locks",
-    "io": "io",
-    "network": "network",
-    "child": "subprocess",
-    "sleep": "sleep",
-    "poll": "sleep",
-    "gpu": "cuda",
-    "cuda": "cuda",
-    "ipc": "locks",
-    "pipe": "unknown",
-    "unknown": "unknown",
-    "other": "unknown",
-    "stopped": "unknown",
-    "exited": "unknown",
-    "tty": "sleep",
-    "compile": "compilation",
-    "collective": "collective",
-    "rendezvous": "collective",
-    "dataloader": "unknown",
-}
+from .category import CATEGORIES, SUMMARY, categorize, is_lock_file as _is_lock_file
 
 
 MAX_CHAIN = 8
@@ -101,55 +62,16 @@ def _wait_words(view):
     return text + (" on %s" % what if what else "")
 
 
-def category_of(d, view):
-    if view.kind in THREAD_WAIT_KINDS:
-        return "locks"
-    if d.roles.get(view.pid) == "compiler" or (
-            d.roles.get(view.pid) == "compile-worker" and view.kind == "cpu"):
-        return "compilation"
-    return CATEGORY_OF_KIND.get(view.kind, "unknown")
-
-
 def choose_category(d, focus, culprit):
-    """The first decisive link of the chain names the category."""
-    kinds = {f["kind"] for f in d.findings}
-    if kinds & {"deadlock", "lock-held-at-fork", "file-lock"}:
-        return "locks"
-    if "lost-task" in kinds:
-        return "subprocess"
-    rank = lambda v: str(d.roles.get(v.pid)).startswith("rank ")
-    if focus.kind in ("collective", "rendezvous"):
-        return "collective"
-    if rank(focus) and rank(culprit) and culprit.pid != focus.pid:
-        return "collective"
+    """(category, "through ..." words or None), from the category tables (category.py)."""
+    mechanisms = [f["kind"] for f in d.findings]
     if _undrained_pipe(d, culprit) is not None:
-        return "io"
-    if d.halted(culprit) and culprit.pid != focus.pid:
-        return "subprocess"
-    if getattr(focus, "waits_for_gil", False):
-        return category_of(d, culprit)
-    wait = d.file_waits.get((culprit.pid, culprit.tid))
-    if wait and culprit.kind in ("sleep", "poll", "other") and _is_lock_file(wait):
-        return "locks"
-    if focus.kind == "child" and culprit.pid != focus.pid:
-        return "compilation" if category_of(d, culprit) == "compilation" else "subprocess"
-    if focus.kind == "lock" and culprit is not focus and _python_lock_wait(focus, culprit):
-        return "locks"
-    if any(v.kind == "compile" for v in d.chain):
-        return "compilation"
-    return category_of(d, culprit)
+        mechanisms.append("undrained-pipe")
+    return categorize(d, d.chain or [focus, culprit], mechanisms)
 
 
-def _python_lock_wait(waiter, holder):
-    """A lock the user's code takes (`with lock:`, .acquire(), a semaphore) or a holder that is itself
-    blocked on a lock.  A bare futex under a library call (backward() waiting for the autograd
-    engine, a thread pool's join) waits for work: the category is what the other thread does."""
-    return bool(lock_intent(waiter)["wants"]) or waiter.frame_kind in ("lock", "semaphore") or \
-        holder.kind in ("lock", "stopped", "frozen") or not waiter.top_stack
-
-
-def summary_of(d, category, focus, culprit):
-    head = SUMMARY[category]
+def summary_of(d, category, focus, culprit, through=None):
+    head = SUMMARY[category] + (", through %s" % through if through else "")
     if category == "sleep" and culprit is not focus:
         # not idle by design when someone waits on it: a retry or back-off loop holds the run up
         head = "Waiting on a thread that sleeps (a retry or back-off loop?)"
@@ -282,11 +204,6 @@ def _proc_text(d, pid):
     if proc.get("outside_tree"):
         text += ", outside the inspected tree"
     return text
-
-
-def _is_lock_file(wait):
-    path = (wait.get("path") or "").lower()
-    return wait.get("library") not in (None, "user code") or path.endswith((".lock", "/lock", ".lck"))
 
 
 def _pid_text(view):

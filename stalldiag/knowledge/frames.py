@@ -73,6 +73,21 @@ def idle_pool_worker(stack):
     return False
 
 
+# Where a forked child's own stack begins: fork copies the parent's frames, and the child
+# returns from fork inside them.  Frames at and outside these ran in the parent: what they
+# hold (`with lock:` around Process.start()) the child does not.
+FORK_FRAMES = ((r"multiprocessing/popen_fork\.py$", r"^(Popen\.)?_launch$"),
+               (r"multiprocessing/forkserver\.py$", r"^_serve$"),)
+
+
+def own_frames(stack):
+    """The frames of a stack that ran in this process: those inside the innermost fork point."""
+    for depth, frame in enumerate(stack or []):
+        if any(_matches(frame, row) for row in FORK_FRAMES):
+            return stack[:depth]
+    return stack or []
+
+
 QUEUE_JOIN = ((r"(^|/)queue\.py$", r"^(Queue\.)?join$"),)
 
 

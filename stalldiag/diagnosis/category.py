@@ -1,0 +1,173 @@
+"""What the run is blocked on: the root cause decides, the first link says how it got there.
+
+The walk gives a chain from the focus thread (the training loop) to the root
+cause.  Two tables decide the category:
+
+ROOTS      the kind of the chain's end.  A *decisive* root names the category
+           wherever it sits: a lock holder reading a slow disk is storage I/O,
+           a child in D state is storage I/O, a rank compiling is compilation.
+           A *weak* root (computing, sleeping, stopped, polling) names it only
+           when no link on the way explains the wait better.
+BOUNDARIES the links that explain a wait better than a weak root: a lock the
+           user's code takes (held by a thread that computes: contention), a
+           collective (a rank that is elsewhere), a child program the focus
+           waits for, a compile step.
+
+The summary starts with the category's words and, when the first boundary
+link is of another category, says so: "Blocked on storage I/O, through a
+lock: ...".  Mechanisms that end the chain by themselves (a deadlock, a lost
+pool task, a full pipe nobody drains) are findings with a category of their
+own (MECHANISMS).
+"""
+from .threads import THREAD_WAIT_KINDS
+
+CATEGORIES = ("locks", "io", "compilation", "cuda", "collective", "network", "subprocess",
+              "cpu", "sleep", "unknown")
+
+SUMMARY = {
+    "locks": "Blocked on a lock",
+    "io": "Blocked on storage I/O",
+    "compilation": "Compiling",
+    "cuda": "Waiting on GPU kernels",
+    "collective": "Waiting in a distributed collective",
+    "network": "Waiting on the network",
+    "subprocess": "Waiting on a child program",
+    "cpu": "Busy computing on the CPU",
+    "sleep": "Sleeping (idle by design)",
+    "unknown": "Cause not determined",
+}
+
+# root kind -> (category, decisive)
+ROOTS = {
+    "io": ("io", True),
+    "compile": ("compilation", True),
+    "cuda": ("cuda", True),
+    "gpu": ("cuda", True),
+    "network": ("network", True),
+    "lock": ("locks", True),          # a lock wait nobody is found to hold (or a lock file)
+    "retry": ("network", False),      # refined by the failing call (category_of_retry)
+    "cpu": ("cpu", False),
+    "sleep": ("sleep", False),
+    "poll": ("sleep", False),
+    "tty": ("sleep", False),
+    "stopped": ("subprocess", False),
+    "frozen": ("subprocess", False),
+    "child": ("subprocess", False),
+    "ipc": ("locks", False),
+    "collective": ("collective", False),
+    "rendezvous": ("collective", False),
+    "pipe": ("unknown", False),
+    "dataloader": ("unknown", False),
+    "exited": ("unknown", False),
+    "other": ("unknown", False),
+    "unknown": ("unknown", False),
+}
+ROOTS.update({kind: ("locks", True) for kind in THREAD_WAIT_KINDS})
+
+# link kind -> (category, words for "through ...")
+BOUNDARIES = {
+    "collective": ("collective", "a collective"),
+    "rendezvous": ("collective", "a rendezvous"),
+    "child": ("subprocess", "a child program"),
+    "lock": ("locks", "a lock"),
+    "file-lock": ("locks", "a file lock"),
+    "compile": ("compilation", "compilation"),
+}
+
+# findings that are the mechanism by themselves -> category
+MECHANISMS = (
+    ("deadlock", "locks"),
+    ("lock-held-at-fork", "locks"),
+    ("lost-task", "subprocess"),
+    ("undrained-pipe", "io"),
+)
+
+# a failing call a retry loop repeats -> what the run is blocked on
+RETRIED_CALLS = {
+    "connect": "network", "sendto": "network", "recvfrom": "network", "getaddrinfo": "network",
+    "open": "io", "openat": "io", "stat": "io", "newfstatat": "io", "statx": "io", "access": "io",
+    "rename": "io", "unlink": "io", "mkdir": "io",
+    "flock": "locks", "fcntl": "locks",
+}
+
+
+def root_kind(d, view):
+    """The kind of a chain's end, refined by its role and what it polls."""
+    if d.halted(view):
+        return "frozen" if d.halt_state(view).condition == "frozen" else "stopped"
+    role = d.roles.get(view.pid)
+    if role == "compiler" or (role == "compile-worker" and view.kind == "cpu"):
+        return "compile"
+    wait = d.file_waits.get((view.pid, view.tid))
+    if wait and view.kind in ("sleep", "poll", "other") and is_lock_file(wait):
+        return "lock"
+    return view.kind if view.kind in ROOTS else "unknown"
+
+
+def boundary_of(d, chain):
+    """(link kind, index) of the first link of the chain that explains the wait better than a
+    weak root, or (None, None)."""
+    for index, view in enumerate(chain[:-1]):
+        nxt = chain[index + 1]
+        rank = lambda v: str(d.roles.get(v.pid)).startswith("rank ")
+        if view.kind in ("collective", "rendezvous") or (rank(view) and rank(nxt) and nxt.pid != view.pid):
+            return ("rendezvous" if view.kind == "rendezvous" else "collective"), index
+        if view.kind == "child" and nxt.pid != view.pid:
+            return "child", index
+        if d.waits_on_file_lock(view):
+            return "file-lock", index
+        if view.kind == "lock" and python_lock_wait(d, view, nxt):
+            return "lock", index
+    if any(v.kind == "compile" for v in chain):
+        return "compile", next(i for i, v in enumerate(chain) if v.kind == "compile")
+    return None, None
+
+
+def python_lock_wait(d, waiter, holder):
+    """A lock the user's code takes (`with lock:`, .acquire(), a semaphore) or a holder that is
+    itself blocked on a lock.  A bare futex under a library call (backward() waiting for the
+    autograd engine, a thread pool's join) waits for work: the other thread's kind decides."""
+    from .graph import lock_intent
+    if getattr(waiter, "waits_for_gil", False):
+        return False
+    return bool(lock_intent(waiter)["wants"]) or waiter.frame_kind in ("lock", "semaphore") or \
+        holder.kind in ("lock", "stopped", "frozen") or not waiter.top_stack
+
+
+def categorize(d, chain, mechanisms):
+    """(category, boundary words or None): what the run is blocked on, and the first link on the
+    way there when it is of another category.  mechanisms: the kinds of findings (and chain
+    mechanisms such as "undrained-pipe") found on the way."""
+    kinds = set(mechanisms)
+    for kind, category in MECHANISMS:
+        if kind in kinds:
+            return category, None
+    root = chain[-1]
+    kind = root_kind(d, root)
+    link, _index = boundary_of(d, chain)
+    category, through = decide(kind, link)
+    if kind == "retry" and link is None:
+        category = retry_category(root)
+    return category, through
+
+
+def decide(kind, link):
+    """The table itself: (category, "through ..." words or None) for a root kind and the first
+    boundary link on the way to it (None: no boundary)."""
+    category, decisive = ROOTS[kind]
+    if link is None:
+        return category, None
+    link_category, words = BOUNDARIES[link]
+    if decisive and not (kind == "lock" and link == "lock"):
+        return category, (words if link_category != category else None)
+    return link_category, None
+
+
+def retry_category(view):
+    call = (getattr(view, "retry", None) or {}).get("call")
+    return RETRIED_CALLS.get(call, "network")
+
+
+def is_lock_file(wait):
+    path = (wait.get("path") or "").lower()
+    return wait.get("library") not in (None, "user code") or path.endswith((".lock", "/lock", ".lck"))
