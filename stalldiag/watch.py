@@ -20,8 +20,6 @@ from .capture import looks_like_python
 from .probes.stacks import find_pyspy, pyspy_dump
 
 MAX_DUMPS = 4
-CPU_PROGRESS_S = 0.05      # CPU seconds per check interval that count as work
-GPU_PROGRESS = 5.0         # % utilization
 
 
 def parse_interval(text):
@@ -117,22 +115,17 @@ class Watcher:
         self.checks = 0
 
     def progress_between(self, before, after):
-        """(progress?, why) between two snapshots."""
-        if after.io > before.io:
-            return True, "%d bytes read/written" % (after.io - before.io)
-        if after.output > before.output:
-            return True, "output grew by %d bytes" % (after.output - before.output)
-        busy = gpu_busy()
-        if busy is not None and busy >= GPU_PROGRESS:
-            return True, "GPU %d%% busy" % busy
-        cpu_s = (after.cpu - before.cpu) / procfs.CLK_TCK
-        if cpu_s >= CPU_PROGRESS_S:
+        """(progress?, why) between two snapshots, by the one progress model."""
+        from .diagnosis.progress import interval_progress
+
+        def stacks_moved():
             stacks = stack_signature(after.pids)
             if stacks is None or stacks != self._last_stacks:
                 self._last_stacks = stacks
-                return True, "%.2f s CPU and the stacks moved" % cpu_s
-            return False, "%.2f s CPU but the stacks did not move" % cpu_s
-        return False, "no CPU, I/O, output or GPU activity"
+                return True
+            return False
+        return interval_progress(after.io - before.io, after.output - before.output, gpu_busy,
+                                 (after.cpu - before.cpu) / procfs.CLK_TCK, stacks_moved)
 
     def run_until(self, stop):
         """Run until the target ends (0) or a signal stops the watch (130/143)."""

@@ -1,17 +1,87 @@
-"""Is the run making progress, and is it merely silent?
+"""The one progress model: is a thread stuck, is the run making progress, is it merely silent?
+
+Three levels share these thresholds and predicates:
+  thread    stuck(view): in one wait for the whole window and not computing; every claim
+            that nothing moves (a deadlock, an orphaned wait, a lost task) rests on it
+  window    assess(): the run moves when it does work (CPU in its own code, GPU compute,
+            input advancing, files growing) and nothing it needs is halted, deadlocked or
+            only retrying a failing call (blockers())
+  interval  interval_progress(): what `stalldiag watch` asks between two light checks
 
 The commonest false alarm is a healthy run that prints nothing: print() into a
 file is block-buffered, progress bars draw nothing without a TTY, logging.info
 goes nowhere without a handler.  Progress is judged from what the run does,
-not from what it prints: CPU work in its own code, GPU compute, input files
-advancing, files (checkpoints, logs) growing.
+not from what it prints.
 """
 import os
 
-# Least CPU use, as a share of one core over the window, that counts as work.
+# Least CPU use, as a share of one core over the span, that counts as work.
 CPU_WORK = 0.2
 GPU_WORK = 5.0   # % NVML utilization
 THROTTLED_WORK = 0.05   # a thread held to a small CPU quota still moves, slowly
+STUCK_SHARE = 0.8   # share of the window in one wait that makes a thread "stuck" in it
+STARVED_CPU = 0.05  # a training loop under this share of a core over the window did not run
+# Between two watch checks: CPU seconds that count as work (only when the stacks moved too)
+INTERVAL_CPU_S = 0.05
+
+# Findings that mean the focus waits on something that will not resolve by itself.
+STALL_FINDINGS = ("deadlock", "lock-held-at-fork", "orphaned-wait", "lost-task", "retry-loop")
+
+
+def stuck(view):
+    """Waited the whole window: caught in its wait in STUCK_SHARE of the samples, the share
+    capped by the scheduler's accounting, and not computing."""
+    return view.share >= STUCK_SHARE and not (view.state is not None and view.state.progressing)
+
+
+def starved(view, duration):
+    """A thread that barely ran in the window: stuck, or under STARVED_CPU of a core."""
+    return stuck(view) or (view.cpu_seconds is not None and view.cpu_seconds < STARVED_CPU * (duration or 0))
+
+
+def blockers(d):
+    """Why the job cannot move, whatever CPU its threads burn: a stopped or frozen process it needs
+    (a rank, or one on the wait chain), a deadlock, a lock held at fork, a training loop starved of
+    the GIL or waiting on a file lock for the whole window."""
+    from .verdict import halted_phrase
+    out, done = [], set()
+    for item in d.findings:
+        if item["kind"] in STALL_FINDINGS:
+            out.append("%s (it cannot resolve by itself)" % item["summary"])
+    focus = d.chain[0] if d.chain else None
+    duration = (d.capture.get("window") or {}).get("duration_s") or 0
+    if focus is not None and starved(focus, duration) and len(d.chain) > 1:
+        if getattr(focus, "waits_for_gil", False):
+            out.append("%s waited for the GIL for the whole window" % focus.label)
+        elif any(f["kind"] == "file-lock" for f in d.findings) and not d.chain[-1].state.progressing:
+            out.append("%s waited on a file lock for the whole window, and its holder is not working" % focus.label)
+    ranks = [pid for pid, role in d.roles.items() if str(role).startswith("rank ")]
+    for pid in ranks + [v.pid for v in d.chain]:
+        thread = d.main_thread(pid)
+        if pid in done or thread is None or not d.halted(thread):
+            continue
+        done.add(pid)
+        out.append("%s (pid %d) is %s: the job cannot progress until it runs again" % (
+            d.roles.get(pid) or "process", pid, halted_phrase(d, thread)))
+    return out
+
+
+def interval_progress(io_bytes, output_bytes, gpu_util, cpu_s, stacks_moved):
+    """(progress?, why) between two light checks of `stalldiag watch`.  gpu_util and
+    stacks_moved are called only when needed (NVML, a py-spy dump): CPU with frozen stacks is
+    a spin, not work."""
+    if io_bytes > 0:
+        return True, "%d bytes read/written" % io_bytes
+    if output_bytes > 0:
+        return True, "output grew by %d bytes" % output_bytes
+    gpu = gpu_util()
+    if gpu is not None and gpu >= GPU_WORK:
+        return True, "GPU %d%% busy" % gpu
+    if cpu_s >= INTERVAL_CPU_S:
+        if stacks_moved():
+            return True, "%.2f s CPU and the stacks moved" % cpu_s
+        return False, "%.2f s CPU but the stacks did not move" % cpu_s
+    return False, "no CPU, I/O, output or GPU activity"
 
 
 def _by_fd(snapshot):
