@@ -8,6 +8,7 @@ import os
 import socket
 import stat as stat_mod
 import struct
+import time
 
 from . import procfs
 
@@ -84,6 +85,21 @@ class SocketTable:
         ends = {(s["local"], s["remote"]): inode for inode, s in self._by_inode.items()
                 if s.get("proto") == "tcp" and s.get("state") == "ESTABLISHED" and inode}
         return {inode: ends[(remote, local)] for (local, remote), inode in ends.items() if (remote, local) in ends}
+
+    def listener(self, address):
+        """Inode of the listening TCP socket that takes connections to address ("ip:port"),
+        in the tables read so far, or None (0 if it is held by no fd)."""
+        host, _, port = address.rpartition(":")
+        for inode, s in self._by_inode.items():
+            if s.get("proto") == "tcp" and s.get("state") == "LISTEN":
+                lhost, _, lport = s["local"].rpartition(":")
+                if lport == port and lhost in (host, "0.0.0.0", "::"):
+                    return inode
+        return None
+
+    def has_address(self, host):
+        """Is host an address of a socket in the tables read so far (one of this host's)?"""
+        return any(s.get("local", "").rpartition(":")[0] == host for s in self._by_inode.values())
 
     def _load(self, pid):
         self._loaded_for.add(pid)
@@ -242,6 +258,10 @@ def fd_targets(pid):
         fd_list = procfs.list_fds(pid)
     except procfs.ProcfsError:
         return None
+    return _links(pid, fd_list)
+
+
+def _links(pid, fd_list):
     targets = {}
     for fd in fd_list:
         try:
@@ -253,23 +273,96 @@ def fd_targets(pid):
     return targets
 
 
+def host_pids(first=(), skip=()):
+    """Pids on the host (our pid namespace), ourselves and `skip` excepted, `first` before the
+    rest: a pass cut short still covers them."""
+    try:
+        rest = sorted(int(p) for p in os.listdir(procfs.PROC) if p.isdigit())
+    except OSError:
+        return []
+    skip = set(skip) | {os.getpid()}
+    first = [p for p in dict.fromkeys(first) if p not in skip]
+    early = set(first)
+    return first + [p for p in rest if p not in early and p not in skip]
+
+
+def host_fd_tables(skip=(), limit=4096, first=(), deadline=None):
+    """(pid, {fd: link text} or None if unreadable, denied) for the host_pids(), stopping at
+    `limit` processes or once time.monotonic() passes `deadline`."""
+    for count, pid in enumerate(host_pids(first, skip)):
+        if count >= limit or deadline is not None and time.monotonic() > deadline:
+            return
+        try:
+            fd_list = procfs.list_fds(pid)
+        except procfs.AccessDenied:
+            yield pid, None, True
+            continue
+        except procfs.ProcfsError:
+            continue   # exited
+        yield pid, _links(pid, fd_list), False
+
+
 def host_holders(target, confirm=None, skip=(), limit=4096):
     """Pids on the host (our pid namespace) with an fd whose link text is target
     ("pipe:[ino]", a path); confirm(pid, fd) may check more (a path's dev:inode).
     One pass over /proc/*/fd: only used for a wait that leads outside the tree."""
     found = []
-    try:
-        pids = sorted(int(p) for p in os.listdir(procfs.PROC) if p.isdigit())
-    except OSError:
-        return found
-    for pid in pids[:limit]:
-        if pid == os.getpid() or pid in skip:
-            continue
-        for fd, link in (fd_targets(pid) or {}).items():
+    for pid, links, _denied in host_fd_tables(skip, limit):
+        for fd, link in (links or {}).items():
             if link == target and (confirm is None or confirm(pid, fd)):
                 found.append(pid)
                 break
     return found
+
+
+class HostFds:
+    """Every fd of every process on the host, read in one pass over /proc/*/fd when first
+    asked for and kept for the window: the holders of many objects (pipes, sockets, FIFOs,
+    /dev/fuse) then cost one lookup each.  Bounded in time (a host has thousands of
+    processes): `complete` says whether the pass read them all."""
+
+    def __init__(self, budget_s=0.3, limit=4096):
+        self.budget_s = budget_s
+        self.limit = limit
+        self.links = None          # link text -> [(pid, fd), ...]
+        self.denied = []           # pids whose fd tables could not be read
+        self.scanned = self.total = 0
+        self.complete = True
+        self.elapsed_s = None
+
+    def scan(self, first=()):
+        """The pass itself (once): `first` (the inspected tree) are read before the rest."""
+        if self.links is not None:
+            return self
+        started = time.monotonic()
+        deadline = started + self.budget_s
+        self.links = {}
+        self.total = len(host_pids())
+        for pid, links, denied in host_fd_tables(limit=self.limit, first=first, deadline=deadline):
+            self.scanned += 1
+            if denied:
+                self.denied.append(pid)
+            for fd, link in (links or {}).items():
+                self.links.setdefault(link, []).append((pid, fd))
+        self.elapsed_s = time.monotonic() - started
+        self.complete = time.monotonic() <= deadline and self.scanned < self.limit
+        return self
+
+    def holders(self, target):
+        """[(pid, fd)] holding target, as the pass found them."""
+        return list((self.links or {}).get(target, ()))
+
+    def add(self, pid):
+        """Read one more process's fds (one the pass did not cover, or newer than it)."""
+        for fd, link in (fd_targets(pid) or {}).items():
+            pairs = self.links.setdefault(link, [])
+            if (pid, fd) not in pairs:
+                pairs.append((pid, fd))
+
+
+def access_mode(flags):
+    """"read", "write" or "rw" from an fdinfo flags field (octal text)."""
+    return {0: "read", O_WRONLY: "write", O_RDWR: "rw"}.get(int(flags, 8) & O_ACCMODE, "rw")
 
 
 def endpoints(targets):

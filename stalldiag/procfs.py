@@ -258,3 +258,31 @@ def boot_time():
 
 def uptime():
     return float(read_text(PROC + "/uptime").split()[0])
+
+
+def shared_mappings(pid):
+    """[(start, end, offset, "maj:min", inode, path)] of a process's shared mappings ('s' in
+    /proc/PID/maps: a /dev/shm file, a multiprocessing semaphore, an anonymous shared area,
+    which maps shows as "/dev/zero (deleted)")."""
+    out = []
+    for line in read_text("%s/%d/maps" % (PROC, pid)).splitlines():
+        parts = line.split(None, 5)
+        if len(parts) < 6 or parts[1][3:4] != "s" or not parts[5].strip():
+            continue
+        start, end = (int(x, 16) for x in parts[0].split("-"))
+        out.append((start, end, int(parts[2], 16), parts[3], int(parts[4]), parts[5].strip()))
+    return out
+
+
+def kernel_stack(pid, tid):
+    """Function names of a thread's kernel stack, innermost first (/proc/PID/task/TID/stack:
+    root only; [] when refused or empty)."""
+    try:
+        text = read_text(task_dir(pid, tid) + "/stack")
+    except ProcfsError:
+        return []
+    names = []
+    for line in text.splitlines():
+        symbol = line.split()[-1] if line.split() else ""
+        names.append(symbol.split("+", 1)[0])
+    return [n for n in names if n]

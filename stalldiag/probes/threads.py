@@ -730,17 +730,11 @@ def shared_mapping(pid, address, maps=None):
     maps = {} if maps is None else maps
     if pid not in maps:
         try:
-            text = procfs.read_text("/proc/%d/maps" % pid)
+            # only a shared mapping holds a futex another process can wait on
+            maps[pid] = procfs.shared_mappings(pid)
         except procfs.ProcfsError:
             return None
-        maps[pid] = shared = []
-        for line in text.splitlines():
-            parts = line.split(None, 5)
-            if len(parts) < 6 or parts[1][3] != "s" or not parts[5].strip():
-                continue   # only a shared file mapping holds a futex another process can wait on
-            start, end = (int(x, 16) for x in parts[0].split("-"))
-            shared.append((start, end, parts[5].strip(), int(parts[2], 16)))
-    for start, end, path, offset in maps[pid]:
+    for start, end, offset, _dev, _inode, path in maps[pid]:
         if start <= address < end:
             return "%s+0x%x" % (path, address - start + offset)
     return None
