@@ -20,7 +20,9 @@ Layout (schema_version 1):
   stacks[]                           [frame index, ...] leaf first
   gpu                                NVML devices, samples, per-process memory
   exact_syscalls                     with --syscalls exact: backend, counted span,
-                                     counts [[pid, tid or null, {syscall: n}], ...]
+                                     counts [[pid, tid or null, {syscall: n}], ...], failed calls
+                                     errors [[pid, tid or null, {syscall: {errors: n, errnos:
+                                     {ECONNREFUSED: n}}}], ...] (errnos only if errnos_known)
   limitations[]                      what could not be observed, and why
   locks[]                            file locks an inspected process holds or waits for (only when
                                      a thread was seen blocked in flock/fcntl): type, mode, holder_pid,
@@ -33,6 +35,15 @@ Layout (schema_version 1):
                                      path, library, exists, mtime, age_s, size, flock_holders, open_by
   gil                                {pid: {holder_tid, waiting_tids, how}} for processes where a
                                      thread waits in futex at a plain Python line while another runs
+  wakers[]                           probes/wakers.py: one per (pid, tid, object) blocked on for 2+
+                                     samples: wait, target, syscall, ends [{pid, fd, mode, comm,
+                                     in_tree}], remote, watching [{fd, target, ends}], mount
+                                     {mountpoint, fstype, source, served_by, server}, kernel_stack,
+                                     mappers, mapping, why_unseen.  Holders outside the tree are
+                                     sampled too: role_hint "waker" ("pipe-peer" for a pipe)
+  output_tail                        probes/output_tail.py, read at the window's end: {pid: {stdout,
+                                     stderr, logs[]}}, each {path, lines (redacted), age_s, size}, only
+                                     for regular files (never a pipe, socket or tty)
 """
 import json
 import os
@@ -41,12 +52,14 @@ from .errors import CaptureError
 from .helpers import intern_row
 
 SCHEMA_VERSION = 1
+# processes sampled because an inspected one waits on them, not because they are in its tree
+OUTSIDE_ROLES = ("lock-holder", "pipe-peer", "waker")
 
 
 def build(tool_version, host, request, window, records, profiles, frames, stack_failures,
           gpu, skipped_children, limitations, unix_peers=None, tcp_peers=None, exact=None, local_values=None,
           thread_matching=None, locks=None, file_waits=None, gil=None, stack_rates=None, joins=None,
-          stack_snapshots=None):
+          stack_snapshots=None, output_tail=None, wakers=None):
     stack_table = []
     stack_index = {}
     processes = []
@@ -73,7 +86,7 @@ def build(tool_version, host, request, window, records, profiles, frames, stack_
                     thread["locals"] = local_values[(pid, tid)]
                 thread["stack_samples"] = _run_length(
                     [intern_row(stack_table, stack_index, _bounded_stack(s, frames)) for s in profile["stacks"]])
-        if record.role_hint in ("lock-holder", "pipe-peer"):
+        if record.role_hint in OUTSIDE_ROLES:
             proc["outside_tree"] = True
         proc["python"] = _python_status(record, record.pid in seen_pids, (stack_failures or {}).get(record.pid))
         _thread_matching(proc, thread_matching, limitations)
@@ -118,6 +131,8 @@ def build(tool_version, host, request, window, records, profiles, frames, stack_
         "file_waits": file_waits,
         "joins": joins,
         "gil": gil,
+        "wakers": wakers or [],
+        "output_tail": output_tail or {},
         "limitations": limitations,
         # the target's own syscalls or stacks were refused: the verdict stands on less
         "permission_denied": _target_denied(processes, request.get("pid"), stack_failure),

@@ -43,6 +43,7 @@ def first_var(env, names):
 SECRET_WORDS = frozenset((
     "token", "secret", "secrets", "password", "passwords", "passwd", "passphrase", "pwd", "pass", "auth",
     "authorization", "oauth", "credential", "credentials", "creds", "cookie", "apikey", "sessionid", "jwt",
+    "signature",   # X-Amz-Signature=..., a presigned URL's key to the object
 ))
 SECRET_SUFFIXES = ("password", "passwd", "secret", "token", "apikey", "accesskey", "secretkey", "privatekey")
 KEY_OWNERS = frozenset((
@@ -94,6 +95,14 @@ _KNOWN_TOKEN = re.compile(
     r"|(?:AKIA|ASIA)[0-9A-Z]{16}|glpat-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}|npm_[A-Za-z0-9]{36}"
     r"|pypi-[A-Za-z0-9_-]{50,}|eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*)")
 
+# a PEM private key on one line (a log line, a repr): masked from its header to the end of the line
+PRIVATE_KEY_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----")
+_PRIVATE_KEY = re.compile(PRIVATE_KEY_BEGIN.pattern + r"[^\n]*")
+
+# ?name=value&... in a URL (a logged request): each parameter by its name, the value up to the next &
+# (the assignment pattern below would take "https" as a name and skip the whole URL)
+_QUERY_PARAM = re.compile(r"(?<=[?&;])(?P<name>[A-Za-z_][\w.-]{0,63})=(?P<bare>[^&;#\s\"'<>]{1,4096})")
+
 _SCHEME = r"(?i:bearer|basic|token)[ \t]+"
 # name = value, name: value, --name=value, "name": "value", os.environ["NAME"] = "value",
 # name: str = "value"; a quoted value is masked up to its closing quote (or the end of the line),
@@ -127,6 +136,9 @@ def redact_text(text):
     text = _URL_CREDENTIALS.sub(lambda m: "%s%s:%s@" % (m.group("scheme"), m.group("user"), MASK), text)
     text = _BEARER.sub(lambda m: "%s %s" % (m.group(1) or m.group(2), MASK), text)
     text = _KNOWN_TOKEN.sub(MASK, text)
+    text = _PRIVATE_KEY.sub(lambda m: m.group(0)[:m.group(0).index("KEY-----") + 8] + MASK, text)
+    text = _QUERY_PARAM.sub(lambda m: "%s=%s" % (m.group("name"), MASK) if _looks_secret(m.group("name"))
+                            else m.group(0), text)
     text = _ASSIGNMENT.sub(_mask_value, text)
     return _OPTION_VALUE.sub(_mask_value, text)
 

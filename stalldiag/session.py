@@ -14,12 +14,12 @@ import sys
 import time
 
 from . import __version__, capture, fds, procfs, sources, targets
-from .probes import file_waits, gil, joins
+from .probes import file_waits, gil, joins, output_tail
 from .probes.gpu import GpuProbe
 from .probes.locks import LockWatch
-from .probes.pipe_peers import PipePeers
 from .probes.stacks import StackProbe
 from .probes.threads import NANOSLEEPS, ThreadSampler
+from .probes.wakers import Wakers
 
 TREE_RESCAN_S = 0.5
 FULL_RESCAN_EVERY = 4   # rescans between reads of every thread's children file (see _rescan)
@@ -56,7 +56,7 @@ class Interrupted(Exception):
     pass
 
 # processes sampled because an inspected one waits on them, not because they are in its tree
-OUTSIDE_ROLES = ("lock-holder", "pipe-peer")
+OUTSIDE_ROLES = capture.OUTSIDE_ROLES
 
 
 class Inspection:
@@ -91,7 +91,7 @@ class Inspection:
         root_key = (self.pid, root_stat["start_time"])
         sampler.watch(root_key, role_hint="target")
         self.lock_watch = LockWatch()
-        self.pipe_peers = PipePeers()
+        self.wakers = Wakers()
         skipped_children = 0
         if self.children:
             self._rescan(sampler, root_key)
@@ -202,6 +202,8 @@ class Inspection:
         unix_peers = fds.unix_peers()
         tcp_peers = sampler.sockets.tcp_peers()
         waits = self._resolve_waits(sampler, profiles, frames)
+        # once, at the end: what each live process last wrote (~0.3 ms a process, measured)
+        tails = output_tail.collect(sorted({r.pid for r in sampler.records.values() if r.exited_at is None}))
         return capture.build(
             tool_version=__version__,
             host=host_info(),
@@ -224,6 +226,7 @@ class Inspection:
             thread_matching=(stacks.thread_ids.method, stacks.unmatched),
             stack_rates=stacks.rates,
             stack_snapshots=stacks.snapshots,
+            output_tail=tails,
             **waits
         )
 
@@ -258,6 +261,11 @@ class Inspection:
             "notes": notes,
             "warning": counter.warning,
             "counts": [[pid, tid, per] for (pid, tid), per in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0))],
+            # failed calls, same rows: [pid, tid, {syscall: {"errors": n, "errnos": {name: n}}}];
+            # "errnos" only where the backend tells them apart (errnos_known)
+            "errnos_known": bool(counter.gives_errnos),
+            "errors": [[pid, tid, per] for (pid, tid), per in sorted(counter.failures.items(),
+                                                                   key=lambda kv: (kv[0][0], kv[0][1] or 0))],
         }
 
     def _rescan(self, sampler, root_key):
@@ -268,7 +276,7 @@ class Inspection:
         self._rescans += 1
         full = self._rescans % FULL_RESCAN_EVERY == 1   # also catches orphans adopted by a subreaper
         queue = [pid for pid, key in sampler.live.items()
-                 if sampler.records[key].role_hint not in ("lock-holder", "pipe-peer")]
+                 if sampler.records[key].role_hint not in OUTSIDE_ROLES]
         seen = set(queue)
         while queue:
             try:
@@ -296,10 +304,11 @@ class Inspection:
             key = targets.process_key(pid)
             if key is not None and key not in sampler.records:
                 self._sample_stacks_of(stacks, sampler.watch(key, role_hint="lock-holder"))
-        for pid in self.pipe_peers.new_peers(sampler, t):
+        # the other end of a pipe, socket or shared lock waited on, found host-wide (probes/wakers.py)
+        for pid, role in self.wakers.new_wakers(sampler, t):
             key = targets.process_key(pid)
             if key is not None and key not in sampler.records:
-                self._sample_stacks_of(stacks, sampler.watch(key, role_hint="pipe-peer"))
+                self._sample_stacks_of(stacks, sampler.watch(key, role_hint=role))
 
     def _resolve_waits(self, sampler, profiles, frames):
         """Capture-level waits, resolved once at the end of the window: file locks, and (only
@@ -310,7 +319,13 @@ class Inspection:
         return {"locks": self.lock_watch.entries(inspected, in_tree),
                 "file_waits": file_waits.resolve(live, profiles, frames),
                 "gil": gil.resolve(live, profiles, frames),
-                "joins": joins.resolve(live, profiles, frames)}
+                "joins": joins.resolve(live, profiles, frames),
+                "wakers": self._wakers_entries(in_tree)}
+
+    def _wakers_entries(self, in_tree):
+        entries = self.wakers.entries(in_tree)
+        self.limitations.extend(self.wakers.limitations)
+        return entries
 
     def _choose_stacks(self, sampler, stacks, now):
         """Record the stacks of processes busy now, snapshot the idle ones, and start a

@@ -14,10 +14,17 @@ Backends, tried in this order:
 - strace -f -c: ptrace.  Stops the target twice per syscall: the last
   resort, with a warning in the report.  Counts per process only.
 
+Results are counted too, so a job that only retries (connect() refused, open()
+ENOENT, EAGAIN) shows: per syscall the calls that failed, and per errno where the
+backend can tell (bpftrace: raw_syscalls:sys_exit with ret < 0; strace: -Z lines
+of the failed calls; perf: counting mode has no errno, only failed calls per
+syscall, through a `ret < 0` filter on the exit tracepoints).
+
 Whatever happens to stalldiag (SIGINT, SIGTERM, SIGKILL), the tracer runs in
 its own process group with a parent-death signal, so it ends too and the
 target is never left traced.
 """
+import errno
 import os
 import re
 import shutil
@@ -38,9 +45,29 @@ PERF_SYSCALLS = (
     "poll", "ppoll", "epoll_wait", "epoll_pwait", "select", "pselect6", "recvfrom", "recvmsg",
     "sendto", "sendmsg", "mmap", "munmap", "madvise", "ioctl", "clock_nanosleep", "nanosleep",
     "wait4", "newfstatat", "statx", "lseek", "getdents64", "sched_yield", "clone", "clone3",
+    "connect", "accept4",
 )
 
 ATTACH_TIMEOUT_S = 20.0
+
+# errnos the kernel uses inside a syscall: a tracepoint at exit sees them, the caller
+# sees EINTR or a restarted call instead (include/linux/errno.h)
+KERNEL_ERRNOS = {512: "ERESTARTSYS", 513: "ERESTARTNOINTR", 514: "ERESTARTNOHAND", 515: "ENOIOCTLCMD",
+                 516: "ERESTART_RESTARTBLOCK", 517: "EPROBE_DEFER", 518: "EOPENSTALE", 519: "ENOPARAM"}
+
+
+def errno_name(number):
+    """111 -> "ECONNREFUSED"."""
+    return errno.errorcode.get(number) or KERNEL_ERRNOS.get(number) or "errno %d" % number
+
+
+def add_failure(failures, key, syscall, n, errno_text=None):
+    """Count n failed calls of syscall (with that errno, when known) into failures[key]."""
+    entry = failures.setdefault(key, {}).setdefault(syscall, {"errors": 0})
+    entry["errors"] += n
+    if errno_text:
+        errnos = entry.setdefault("errnos", {})
+        errnos[errno_text] = errnos.get(errno_text, 0) + n
 
 
 def _raise_fd_limit():
@@ -63,6 +90,7 @@ class Counter:
     name = None
     attributes_new_tasks = True   # are threads/processes born in the window counted as themselves?
     warning = None
+    gives_errnos = False          # are failed calls counted per errno, or only per syscall?
     settle_s = 0.5                # tracers that say nothing when ready: assume attached after this
 
     def __init__(self, pids):
@@ -70,6 +98,8 @@ class Counter:
         self.proc = None
         self.error = None
         self.attached_at = None
+        # filled by parse(): {(pid, tid): {syscall: {"errors": n, "errnos": {"ECONNREFUSED": n}}}}
+        self.failures = {}
         self._dir = tempfile.mkdtemp(prefix="stalldiag-exact-")
         self._out = os.path.join(self._dir, "out.txt")
         self._err = os.path.join(self._dir, "err.txt")
@@ -150,6 +180,7 @@ class Counter:
 
 class BpftraceCounter(Counter):
     name = "bpftrace"
+    gives_errnos = True
 
     @classmethod
     def available(cls):
@@ -161,6 +192,10 @@ class BpftraceCounter(Counter):
             "BEGIN { %s printf(\"attached\\n\"); }\n"
             "tracepoint:sched:sched_process_fork /@track[pid]/ { @track[args->child_pid] = 1; }\n"
             "tracepoint:raw_syscalls:sys_enter /@track[pid]/ { @n[pid, tid, args->id] = count(); }\n"
+            # -4095..-1 is the errno range: larger "negative" values are addresses (mmap); the
+            # result is tested first, so a call that succeeded costs no map lookup at its exit
+            "tracepoint:raw_syscalls:sys_exit /args->ret < 0 && args->ret >= -4095 && @track[pid]/ "
+            "{ @f[pid, tid, args->id, -args->ret] = count(); }\n"
             "END { clear(@track); }\n" % track)
         return [shutil.which("bpftrace"), "-e", program]
 
@@ -174,6 +209,9 @@ class BpftraceCounter(Counter):
             per_thread = counts.setdefault((pid, tid), {})
             name = procfs.syscall_name(number)
             per_thread[name] = per_thread.get(name, 0) + n
+        for match in re.finditer(r"^@f\[(\d+), (\d+), (\d+), (\d+)\]: (\d+)$", self._read(self._out), re.M):
+            pid, tid, number, err, n = (int(x) for x in match.groups())
+            add_failure(self.failures, (pid, tid), procfs.syscall_name(number), n, errno_name(err))
         return counts
 
 
@@ -191,14 +229,20 @@ class PerfCounter(Counter):
             and "not supported" not in probe.stderr
 
     def command(self):
-        events = ["raw_syscalls:sys_enter"] + ["syscalls:sys_enter_%s" % s for s in PERF_SYSCALLS
-                                               if os.path.exists("/sys/kernel/tracing/events/syscalls/sys_enter_%s" % s)
-                                               or not os.path.isdir("/sys/kernel/tracing/events/syscalls")]
-        return ["perf", "stat", "--per-thread", "-x", ",", "-o", self._out, "-e", ",".join(events),
-                "-p", ",".join(str(p) for p in self.pids)]
+        counted = [s for s in PERF_SYSCALLS if os.path.exists("/sys/kernel/tracing/events/syscalls/sys_enter_%s" % s)
+                   or not os.path.isdir("/sys/kernel/tracing/events/syscalls")]
+        events = ["raw_syscalls:sys_enter"] + ["syscalls:sys_enter_%s" % s for s in counted]
+        # failed calls: the exit tracepoints filtered in the kernel on ret < 0 (a filter applies
+        # to the event just before it), the total and one per counted syscall
+        failed = []
+        for event in ["raw_syscalls:sys_exit"] + ["syscalls:sys_exit_%s" % s for s in counted]:
+            failed += ["-e", event, "--filter", "ret < 0"]
+        return ["perf", "stat", "--per-thread", "-x", ",", "-o", self._out, "-e", ",".join(events)] + failed + \
+            ["-p", ",".join(str(p) for p in self.pids)]
 
     def parse(self):
         counts = {}
+        failed_total = {}
         for line in self._read(self._out).splitlines():
             parts = line.split(",")
             if len(parts) < 4 or not parts[1].strip().isdigit():
@@ -209,12 +253,21 @@ class PerfCounter(Counter):
             per_thread = counts.setdefault((pid, tid), {})
             if event == "raw_syscalls:sys_enter":
                 per_thread["_total"] = value
+            elif event == "raw_syscalls:sys_exit":
+                failed_total[(pid, tid)] = value
+            elif "sys_exit_" in event:
+                if value:
+                    add_failure(self.failures, (pid, tid), event.split("sys_exit_", 1)[-1], value)
             else:
                 per_thread[event.split("sys_enter_", 1)[-1]] = value
         for per_thread in counts.values():
             total = per_thread.pop("_total", None)
             if total is not None:
                 per_thread["other"] = max(0, total - sum(per_thread.values()))
+        for key, total in failed_total.items():
+            named = sum(e["errors"] for e in self.failures.get(key, {}).values())
+            if total > named:
+                add_failure(self.failures, key, "other", total - named)
         return {k: {s: n for s, n in v.items() if n} for k, v in counts.items()}
 
 
@@ -228,23 +281,63 @@ class StraceCounter(Counter):
     def available(cls):
         return shutil.which("strace") is not None
 
+    @property
+    def gives_errnos(self):
+        return _strace_failed_only()
+
     def command(self):
         cmd = ["strace", "-f", "-c", "-qq", "-o", self._out]
+        if _strace_failed_only():
+            # -C -Z: the summary of every call, plus one line per *failed* call for its errno
+            # (arguments raw: nothing decoded).  The target already stops at every syscall;
+            # this only writes the failed ones.
+            cmd = ["strace", "-f", "-C", "-Z", "-qq", "-e", "raw=all", "-o", self._out]
         for pid in self.pids:
             cmd += ["-p", str(pid)]
         return cmd
 
     def parse(self):
-        # strace -c sums every traced task: one bucket for the whole tree.
+        # strace -c sums every traced task: one bucket for the whole tree, its failures too.
         totals = {}
-        for line in self._read(self._out).splitlines():
-            parts = line.split()
-            if len(parts) >= 5 and parts[0].replace(".", "").isdigit() and not line.startswith("100.00"):
-                name = parts[-1]
-                calls = parts[3]
-                if calls.isdigit() and name != "total":
-                    totals[name] = totals.get(name, 0) + int(calls)
-        return {(self.pids[0], None): totals} if totals else {}
+        key = (self.pids[0], None)
+        try:
+            with open(self._out, errors="replace") as f:
+                for line in f:   # line by line: the failed calls may be many
+                    summary = _STRACE_SUMMARY.match(line)
+                    if summary:
+                        calls, errors, name = int(summary.group(1)), summary.group(2), summary.group(3)
+                        if name != "total":
+                            totals[name] = totals.get(name, 0) + calls
+                            if errors:
+                                add_failure(self.failures, key, name, int(errors))
+                        continue
+                    failed = _STRACE_FAILED.match(line)
+                    if failed:
+                        name = failed.group(1) or failed.group(2)
+                        errnos = self.failures.setdefault(key, {}).setdefault(name, {"errors": 0}) \
+                            .setdefault("errnos", {})
+                        errnos[failed.group(3)] = errnos.get(failed.group(3), 0) + 1
+        except OSError:
+            pass
+        return {key: totals} if totals else {}
+
+
+# "% time  seconds  usecs/call  calls  errors  syscall" (errors empty when none)
+_STRACE_SUMMARY = re.compile(r"^\s*\d+\.\d+\s+\d+\.\d+\s+\d+\s+(\d+)\s+(?:(\d+)\s+)?(\w+)\s*$")
+# "1234  connect(0x4, ...) = -1 ECONNREFUSED (...)", "1234  <... read resumed>...) = -1 EAGAIN (...)"
+_STRACE_FAILED = re.compile(r"^(?:\d+\s+)?(?:<\.\.\. (\w+) resumed>|(\w+)\().*\)\s+= (?:-1|\?) (E[A-Z0-9_]+)")
+_FAILED_ONLY = []
+
+
+def _strace_failed_only():
+    """Does this strace have -Z (--failed-only, strace >= 5.2)?  Asked once."""
+    if not _FAILED_ONLY:
+        try:
+            text = subprocess.run(["strace", "-h"], capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            text = ""
+        _FAILED_ONLY.append("--failed-only" in text)
+    return _FAILED_ONLY[0]
 
 
 BACKENDS = (BpftraceCounter, PerfCounter, StraceCounter)

@@ -1,5 +1,6 @@
-"""Pieces shared by the text renderers: process rows and telling stacks."""
+"""Pieces shared by the text renderers: process rows, telling stacks, last lines written."""
 import os
+import re
 
 from ..diagnosis import frame_text  # noqa: F401  (re-exported for renderers)
 
@@ -84,3 +85,82 @@ def gpu_rows(report):
                      {True: "on", False: "off"}.get(info.get("mig_mode"), "?"),
                      "%s -> %s" % ecc if ecc[0] is not None else "n/a"])
     return rows
+
+
+# --- last lines written (capture "output_tail") and failed syscalls ----------------------------
+
+# a line worth the reader's eye: the job says it failed, or that it is trying again
+ERROR_LINE = re.compile(r"(?i)error|exception|traceback|refused|denied|timed out|timeout|failed|failure"
+                        r"|retry|retrying|fatal|killed|unreachable")
+STREAMS = ("stdout", "stderr")
+
+
+def looks_like_error(line):
+    return bool(ERROR_LINE.search(line or ""))
+
+
+def output_tails(report):
+    """(pid, "stdout"|"stderr"|"log", entry) for every file with lines, processes in report order.
+    A stderr that is stdout's file (2>&1) is not repeated."""
+    tails = (report.get("capture") or {}).get("output_tail") or {}
+    order = [str(p["pid"]) for p in report.get("processes") or []]
+    out = []
+    for pid in order + sorted(set(tails) - set(order)):
+        per = tails.get(pid) or {}
+        files = [(name, per[name]) for name in STREAMS if isinstance(per.get(name), dict)]
+        files += [("log", entry) for entry in per.get("logs") or [] if isinstance(entry, dict)]
+        out += [(int(pid), name, entry) for name, entry in files if entry.get("lines")]
+    return out
+
+
+def tail_heading(pid, name, entry):
+    """'pid 12 stdout /tmp/out.txt (6.7 KiB, written 0.1 s ago)'."""
+    return "pid %d %s %s (%s, written %s ago)" % (pid, name, entry.get("path"), _size(entry.get("size")),
+                                                  _age(entry.get("age_s")))
+
+
+def _size(n):
+    if n is None:
+        return "size ?"
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return ("%d %s" if unit == "bytes" else "%.1f %s") % (n, unit)
+        n /= 1024.0
+
+
+def _age(seconds):
+    if seconds is None:
+        return "?"
+    if seconds < 120:
+        return "%.1f s" % seconds
+    if seconds < 7200:
+        return "%.0f min" % (seconds / 60)
+    return "%.1f h" % (seconds / 3600)
+
+
+def failed_calls(report):
+    """{pid: {syscall: (errors, {errno: n})}} of --syscalls exact, most failures first; the
+    capture's exact_syscalls.errors summed over each process's threads."""
+    exact = (report.get("capture") or {}).get("exact_syscalls") or {}
+    per_pid = {}
+    for row in exact.get("errors") or []:
+        try:
+            pid, _tid, per = row
+        except (TypeError, ValueError):
+            continue
+        mine = per_pid.setdefault(pid, {})
+        for name, entry in (per or {}).items():
+            errors, errnos = mine.get(name, (0, {}))
+            for code, n in (entry.get("errnos") or {}).items():
+                errnos[code] = errnos.get(code, 0) + n
+            mine[name] = (errors + (entry.get("errors") or 0), errnos)
+    return {pid: dict(sorted(calls.items(), key=lambda kv: -kv[1][0])) for pid, calls in sorted(per_pid.items())}
+
+
+def failed_text(calls, limit=6):
+    """'connect 12 failed (ECONNREFUSED 12), openat 12 failed (ENOENT 12)'."""
+    parts = []
+    for name, (errors, errnos) in list(calls.items())[:limit]:
+        codes = ", ".join("%s %d" % kv for kv in sorted(errnos.items(), key=lambda kv: -kv[1])[:3])
+        parts.append("%s %d failed%s" % (name, errors, " (%s)" % codes if codes else ""))
+    return ", ".join(parts)

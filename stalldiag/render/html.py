@@ -11,7 +11,8 @@ import json
 
 from ..diagnosis import detail_text
 from ..diagnosis.threads import sample_kind
-from .common import PROCESS_HEADER, command_text, gpu_rows, process_rows
+from .common import (PROCESS_HEADER, command_text, failed_calls, failed_text, gpu_rows, looks_like_error,
+                     output_tails, process_rows, tail_heading)
 
 MAX_TIMELINE_THREADS = 200      # rows in the timeline
 MAX_SEGMENTS = 400              # per timeline row; more are merged into time buckets
@@ -351,6 +352,8 @@ def render(report):
         '<section id="limitations"><h2>Not observed / limitations</h2>%s</section>' % _list(report.get("limitations") or []),
         '<section id="processes"><h2>Processes</h2>%s%s</section>' % (
             _table(PROCESS_HEADER, process_rows(report), "procs"), _threads_table(report)),
+        _failed_calls_html(report),
+        _output_tail_html(report),
         '<noscript><p class="note">The timeline, flame graph and GPU charts below are drawn by JavaScript; '
         "enable it to see them. Everything above is plain HTML.</p></noscript>",
         '<section id="timeline-section"><h2>Timeline</h2>',
@@ -402,6 +405,33 @@ def _threads_table(report):
                _table(["pid", "tid", "thread", "kind", "samples", "residency", "CPU s"], rows, "threads")))
 
 
+def _failed_calls_html(report):
+    """--syscalls exact: the calls that failed, per process (only when some did)."""
+    failed = failed_calls(report)
+    if not failed:
+        return ""
+    return ('<section id="failed-calls"><h2>Failed syscalls (exact counts)</h2>%s</section>'
+            % _list(["pid %d: %s" % (pid, failed_text(calls)) for pid, calls in failed.items()]))
+
+
+def _output_tail_html(report):
+    """The last lines each process wrote to its regular-file stdout/stderr and logs."""
+    tails = output_tails(report)
+    if not tails:
+        return ""
+    out = ['<section id="output-tail"><h2>Last lines written</h2>',
+           '<p class="help">The newest lines of the regular files each process writes to (redacted); '
+           'lines that look like an error or a retry are marked.</p>']
+    for pid, name, entry in tails:
+        out.append('<p class="tail-file">%s</p><pre class="tail">' % esc(tail_heading(pid, name, entry)))
+        out += ['<span class="err">%s</span>' % esc(line) if looks_like_error(line) else esc(line)
+                for line in entry["lines"]]
+        out.append("</pre>")
+    out.append("</section>")
+    # one line a row: the <pre> keeps the breaks between them
+    return "\n".join(out)
+
+
 def _gpu_html(report):
     gpu = (report.get("capture") or {}).get("gpu") or {}
     if not gpu.get("available"):
@@ -414,6 +444,8 @@ def _gpu_html(report):
 
 
 CSS = r"""
+pre.tail{background:#f6f6f4;border:1px solid var(--line);padding:6px 8px;overflow-x:auto;font-size:12px;margin:2px 0 10px}
+pre.tail .err{color:#b00020;font-weight:600}p.tail-file{margin:8px 0 0;font-family:"DejaVu Sans Mono",Menlo,monospace;font-size:12px}
 :root{--fg:#1d1d1f;--muted:#6b6b6b;--bg:#fff;--line:#e2e2e2}
 html{overflow-y:scroll}
 body{font:14px/1.45 -apple-system,"Segoe UI",Roboto,"DejaVu Sans",Arial,sans-serif;color:var(--fg);

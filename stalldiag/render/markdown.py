@@ -1,5 +1,8 @@
 """Markdown for tickets: verdict first, then evidence, tables, stacks, syscalls, GPU."""
-from .common import PROCESS_HEADER, gpu_rows, process_rows, short_frame, thread_stacks
+import re
+
+from .common import (PROCESS_HEADER, failed_calls, failed_text, gpu_rows, looks_like_error, output_tails,
+                     process_rows, short_frame, tail_heading, thread_stacks)
 
 
 def _md_table(header, rows):
@@ -69,7 +72,21 @@ def render(report):
                 if t.get("syscall_counts") and any(t["syscall_counts"].values()):
                     rows.append([proc["pid"], t["tid"], _counts_text(t["syscall_counts"])])
         out += _md_table(["pid", "tid", "counts (futex, read, openat, then the most frequent)"], rows[:400])
+        failed = failed_calls(report)
+        if failed:
+            out += ["", "Failed calls:", ""]
+            out += ["- pid %d: %s" % (pid, failed_text(calls)) for pid, calls in failed.items()]
         out += ["", "</details>"]
+    tails = output_tails(report)
+    if tails:
+        out += ["", "## Last lines written", "",
+                "The newest lines of the regular files each process writes to (redacted); "
+                "`!` marks a line that looks like an error or a retry.", ""]
+        for pid, name, entry in tails:
+            fence = _fence(entry["lines"])
+            out += ["**%s**" % _md_text(tail_heading(pid, name, entry)), "", fence]
+            out += [("! " if looks_like_error(line) else "  ") + line for line in entry["lines"]]
+            out += [fence, ""]
     stacks = thread_stacks(report, limit=3)
     if stacks:
         out += ["", "<details><summary>Python stacks (%d threads)</summary>" % len(stacks), ""]
@@ -108,6 +125,16 @@ def render(report):
         out += ["", "## Not observed", ""]
         out += ["- " + line for line in report["limitations"]]
     return "\n".join(out) + "\n"
+
+
+def _fence(lines):
+    """A code fence longer than any run of backticks in the lines, so none can close it."""
+    longest = max([len(run) for line in lines for run in re.findall(r"`+", line)] or [0])
+    return "`" * max(3, longest + 1)
+
+
+def _md_text(text):
+    return re.sub(r"([\\`*_\[\]<>|#])", r"\\\1", text)
 
 
 def _counts_text(counts, limit=8):

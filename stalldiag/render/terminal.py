@@ -1,9 +1,11 @@
 """Terminal summary: verdict and culprit first, then evidence, processes, stacks."""
-from .common import PROCESS_HEADER, process_rows, short_frame, telling_pids, thread_stacks
+from .common import (PROCESS_HEADER, failed_calls, failed_text, looks_like_error, output_tails, process_rows,
+                     short_frame, tail_heading, telling_pids, thread_stacks)
 
 COLORS = {"red": "\033[31m", "yellow": "\033[33m", "green": "\033[32m", "bold": "\033[1m",
           "dim": "\033[2m", "reset": "\033[0m"}
 CATEGORY_COLOR = {"sleep": "green", "cpu": "yellow", "unknown": "yellow"}
+MAX_TAIL_FILES, TAIL_LINES = 6, 5    # the terminal shows the newest lines; the other reports all 20
 
 
 def _c(text, color, enabled):
@@ -82,6 +84,18 @@ def render(report, color=False, max_stacks=4):
         for proc in (report.get("processes") or [])[:8]:
             counts = proc.get("syscall_counts") or {}
             out.append("  pid %d: %s" % (proc["pid"], ", ".join("%s %d" % kv for kv in list(counts.items())[:8])))
+        for pid, calls in list(failed_calls(report).items())[:8]:
+            out.append(_c("  pid %d: %s" % (pid, failed_text(calls)), "red", color))
+    tails = output_tails(report)
+    if tails:
+        out.append("")
+        out.append(_c("Last lines written (! looks like an error or a retry)", "bold", color))
+        for pid, name, entry in tails[:MAX_TAIL_FILES]:
+            out.append("  " + tail_heading(pid, name, entry))
+            for line in entry["lines"][-TAIL_LINES:]:
+                out.append(_c("    ! " + line, "red", color) if looks_like_error(line) else "      " + line)
+        if len(tails) > MAX_TAIL_FILES:
+            out.append("  (%d more files in the Markdown/JSON report)" % (len(tails) - MAX_TAIL_FILES))
     if report.get("limitations"):
         out.append("")
         out.append(_c("Not observed", "bold", color))
