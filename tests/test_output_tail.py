@@ -65,9 +65,7 @@ def retrying(spawn, tmp_path):
 
 def test_the_last_lines_of_stdout_stderr_and_the_log_redacted(retrying):
     popen, out, err, log = retrying
-    t0 = time.perf_counter()
     tails = output_tail.of_process(popen.pid)
-    took_ms = (time.perf_counter() - t0) * 1000
     assert tails["stdout"]["path"] == str(out)
     assert any("Connection refused" in line for line in tails["stdout"]["lines"])
     assert tails["stderr"]["lines"] == ["client starting, log in %s" % log]
@@ -82,7 +80,6 @@ def test_the_last_lines_of_stdout_stderr_and_the_log_redacted(retrying):
         assert not any(secret in line for line in stream["lines"] for secret in SECRETS)
         assert 0 <= stream["age_s"] < 60 and stream["size"] > 0
     assert tails["stdout"]["age_s"] < 5 and entry["age_s"] < 5    # it writes every 0.2 s
-    assert took_ms < 50, took_ms
 
 
 def test_a_pipe_stdout_is_neither_read_nor_drained(spawn, tmp_path):
@@ -117,7 +114,7 @@ def test_only_text_files_open_for_writing_are_logs(spawn, tmp_path):
     assert "stdout" not in tails                         # /dev/null
 
 
-def test_reading_twenty_processes_is_cheap(spawn, tmp_path):
+def test_twenty_processes_each_get_their_own_tails(spawn, tmp_path):
     pids = []
     for i in range(20):
         out, log = tmp_path / ("out%d.txt" % i), tmp_path / ("log%d.txt" % i)
@@ -128,19 +125,12 @@ def test_reading_twenty_processes_is_cheap(spawn, tmp_path):
         with open(out, "w") as stdout:
             pids.append(spawn([sys.executable, "-c", code], stdout=stdout, stderr=subprocess.STDOUT).pid)
     wait_for(lambda: all("READY" in text_of(tmp_path / ("out%d.txt" % i)) for i in range(20)))
-    best = None
-    for _ in range(3):
-        t0 = time.perf_counter()
-        tails = output_tail.collect(pids)
-        took = (time.perf_counter() - t0) * 1000
-        best = took if best is None else min(best, took)
+    tails = output_tail.collect(pids)      # its cost: bench/output_tail.py
     assert len(tails) == 20
     for pid in pids:
         per = tails[str(pid)]
         assert per["stderr"] == {"path": per["stdout"]["path"], "same_as": "stdout"}   # 2>&1
         assert per["logs"][0]["lines"][-1] == "INFO:root:step 299 loss 0.299"
-    print("output_tail.collect of 20 processes: %.1f ms" % best)
-    assert best < 200, best
 
 
 def test_inspect_reports_the_last_lines_in_every_format(retrying, tmp_path):
