@@ -63,8 +63,35 @@ def annotate(frames, pid_for_frame, cache=None):
         owner = _method_class(lines, lineno)
         if owner:
             source["class"] = owner   # py-spy names the class only on Python 3.11+
+        loop = _loop_handlers(lines, lineno, source["within"])
+        if loop:
+            source["loop"] = loop
         frame.append(source)
     return frames
+
+
+MAX_HANDLERS = 3
+
+
+def _loop_handlers(lines, lineno, within):
+    """The innermost while/for loop around lineno and the except clauses of its body: a sleep
+    in a loop that catches errors is a retry loop (the diagnosis decides, from its tables)."""
+    opener = next((w for w in within if w["code"].startswith(("while ", "for ", "async for "))), None)
+    if opener is None:
+        return None
+    start = opener["line"]
+    level = _indent(lines[start - 1])
+    handlers = []
+    for number in range(start, min(len(lines), start + 200)):
+        text = lines[number]
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        if _indent(text) <= level:
+            break   # the loop's body ends
+        stripped = text.strip()
+        if stripped.startswith("except") and len(handlers) < MAX_HANDLERS:
+            handlers.append({"line": number + 1, "code": redact_text(stripped[:MAX_LINE])})
+    return {"line": start, "code": opener["code"], "handlers": handlers}
 
 
 def _absolute(filename, pid, cache):

@@ -1,18 +1,26 @@
 """Diagnosis: a pure function from a capture to a verdict and findings (no I/O).
 
-Three steps, one module each:
+A pipeline, one module a step, each reading what the step before produced:
   threads.py + state.py   what each thread did, and the state it is really in
                           (kernel accounting: running, spinning, throttled,
                           stopped, frozen, blocked, D state)
-  graph.py                who waits on whom: the wait-for graph
-  verdict.py              a walk over the graph from the thread that should
-                          make progress; its end is the culprit
-evidence.py and progress.py add the numbers and findings around the verdict.
+  graph.py                the threads, processes, roles and what the probes resolved
+  edges.py                the wait-for edges out of a waiting thread, as data (types.Edge)
+  walk.py                 from the thread that should make progress along the edges;
+                          cycles found on the graph; its end is the root cause
+  category.py             what the run is blocked on: the root cause's kind, from a table
+  formatter.py            every sentence of the edges' and the walk's findings
+  progress.py             the one progress model (thread, window, watch interval)
+verdict.py writes the summary; evidence.py adds the numbers around it.
 """
-from .evidence import framework_evidence, general_findings, gpu_evidence, process_evidence
+from .evidence import event_loop_blocked, framework_evidence, general_findings, gpu_evidence, process_evidence
 from .explain import describe_thread, detail_text, frame_text, process_text  # noqa: F401  (renderers import these)
+from .formatter import as_dict
 from .graph import WaitGraph, finding
-from .verdict import CATEGORIES, choose_category, confidence_of, halted_phrase, summary_of, walk  # noqa: F401
+from .verdict import CATEGORIES, choose_category, confidence_of, halted_phrase, summary_of, undrained_pipe  # noqa: F401
+from .retry import retrying
+from .types import Finding
+from .walk import walk
 
 
 def diagnose(capture):
@@ -26,8 +34,17 @@ def diagnose(capture):
                    "progress": {"state": "no progress seen", "evidence": ["nothing was sampled"]}}
         return _result(d, verdict)
 
-    culprit = walk(d, focus)
-    d.event_loop_blocked(culprit)
+    d.walk = walk(d, focus)
+    d.chain = d.walk.chain
+    d.findings.extend(as_dict(item, d) for item in d.walk.findings)
+    culprit = d.chain[-1]
+    pipe = undrained_pipe(d)
+    if pipe is not None:
+        culprit = pipe[2]   # the reader that does not drain the pipe, wherever the walk ended
+    event_loop_blocked(d, culprit)
+    retry = retrying(capture, culprit) if (culprit.pid, culprit.tid) not in d.file_waits else None
+    if retry:
+        d.findings.append(as_dict(Finding.about("retry-loop", culprit, retrier=culprit, **retry), d))
     category, through = choose_category(d, focus, culprit)
     evidence = []
     for view in d.chain:
@@ -72,8 +89,10 @@ def _step_text(d, view):
     inner = "%s %s" % (view.kind, activity) if view.kind not in (activity,) else activity
     if what and not activity.startswith("on CPU"):
         inner += " on %s" % what
-    group = d.group_of.get((view.pid, view.tid))
-    if group:
+    edge = d.walk.into[d.chain.index(view)] if d.walk and view in d.chain else None
+    if edge is not None and edge.kind == "workers":
+        group = "%d DataLoader workers: %s" % (len(edge.facts["workers"]), ", ".join(
+            "%d %s" % (n, k) for k, n in edge.facts["kinds"].most_common()))
         return "%s (e.g. pid %d: %s)" % (group, view.pid, inner)
     role = d.roles.get(view.pid) or "thread"
     return "%s %d/%d '%s' (%s)" % (role, view.pid, view.tid, view.name, inner)
@@ -83,12 +102,18 @@ def _resource_text(d):
     """The resource at the end of a chain, when it is one: storage throughput."""
     if not d.chain or d.chain[-1].kind != "io":
         return ""
-    pids = {w.pid for w in d.workers} or {d.chain[-1].pid}
+    pids = {w.pid for w in workers_of(d)} or {d.chain[-1].pid}
     duration = (d.capture.get("window") or {}).get("duration_s") or 0
     read_bytes = sum(((d.procs.get(pid) or {}).get("io") or {}).get("read_bytes", 0) for pid in pids)
     if not duration:
         return ""
     return " → storage at %.1f MB/s" % (read_bytes / duration / 1e6)
+
+
+def workers_of(d):
+    """The DataLoader workers the walk went to, or []."""
+    edge = next((e for e in (d.walk.into if d.walk else []) if e is not None and e.kind == "workers"), None)
+    return edge.facts["workers"] if edge else []
 
 
 def _ranks(d):

@@ -19,6 +19,7 @@ lock: ...".  Mechanisms that end the chain by themselves (a deadlock, a lost
 pool task, a full pipe nobody drains) are findings with a category of their
 own (MECHANISMS).
 """
+from .retry import retrying
 from .threads import THREAD_WAIT_KINDS
 
 CATEGORIES = ("locks", "io", "compilation", "cuda", "collective", "network", "subprocess",
@@ -45,7 +46,7 @@ ROOTS = {
     "gpu": ("cuda", True),
     "network": ("network", True),
     "lock": ("locks", True),          # a lock wait nobody is found to hold (or a lock file)
-    "retry": ("network", False),      # refined by the failing call (category_of_retry)
+    "retry": ("sleep", True),         # refined by the failing call (retry.py)
     "cpu": ("cpu", False),
     "sleep": ("sleep", False),
     "poll": ("sleep", False),
@@ -76,19 +77,13 @@ BOUNDARIES = {
 
 # findings that are the mechanism by themselves -> category
 MECHANISMS = (
+    ("undrained-pipe", "io"),         # before deadlock: a reader joining its writer is both
     ("deadlock", "locks"),
     ("lock-held-at-fork", "locks"),
     ("lost-task", "subprocess"),
-    ("undrained-pipe", "io"),
+    ("connection-stall", "network"),
 )
 
-# a failing call a retry loop repeats -> what the run is blocked on
-RETRIED_CALLS = {
-    "connect": "network", "sendto": "network", "recvfrom": "network", "getaddrinfo": "network",
-    "open": "io", "openat": "io", "stat": "io", "newfstatat": "io", "statx": "io", "access": "io",
-    "rename": "io", "unlink": "io", "mkdir": "io",
-    "flock": "locks", "fcntl": "locks",
-}
 
 
 def root_kind(d, view):
@@ -101,40 +96,43 @@ def root_kind(d, view):
     wait = d.file_waits.get((view.pid, view.tid))
     if wait and view.kind in ("sleep", "poll", "other") and is_lock_file(wait):
         return "lock"
+    if not wait and retrying(d.capture, view):
+        return "retry"
     return view.kind if view.kind in ROOTS else "unknown"
 
 
-def boundary_of(d, chain):
-    """(link kind, index) of the first link of the chain that explains the wait better than a
+def boundary_of(d, walk):
+    """(link kind, index) of the first link of the walk that explains the wait better than a
     weak root, or (None, None)."""
+    chain = walk.chain
+    rank = lambda v: str(d.roles.get(v.pid)).startswith("rank ")
     for index, view in enumerate(chain[:-1]):
-        nxt = chain[index + 1]
-        rank = lambda v: str(d.roles.get(v.pid)).startswith("rank ")
-        if view.kind in ("collective", "rendezvous") or (rank(view) and rank(nxt) and nxt.pid != view.pid):
+        edge, nxt = walk.into[index + 1], chain[index + 1]
+        if view.kind in ("collective", "rendezvous") or edge.kind in ("rank", "straggler") \
+                or (rank(view) and rank(nxt) and nxt.pid != view.pid):
             return ("rendezvous" if view.kind == "rendezvous" else "collective"), index
-        if view.kind == "child" and nxt.pid != view.pid:
+        if edge.kind == "child":
             return "child", index
-        if d.waits_on_file_lock(view):
+        if edge.kind == "file-lock":
             return "file-lock", index
-        if view.kind == "lock" and python_lock_wait(d, view, nxt):
-            return "lock", index
+        if edge.kind in ("lock-holder", "lock-waiter") or (edge.kind == "sibling" and view.kind == "lock"):
+            if python_lock_wait(view, nxt):
+                return "lock", index
     if any(v.kind == "compile" for v in chain):
         return "compile", next(i for i, v in enumerate(chain) if v.kind == "compile")
     return None, None
 
 
-def python_lock_wait(d, waiter, holder):
+def python_lock_wait(waiter, holder):
     """A lock the user's code takes (`with lock:`, .acquire(), a semaphore) or a holder that is
     itself blocked on a lock.  A bare futex under a library call (backward() waiting for the
     autograd engine, a thread pool's join) waits for work: the other thread's kind decides."""
     from .graph import lock_intent
-    if getattr(waiter, "waits_for_gil", False):
-        return False
     return bool(lock_intent(waiter)["wants"]) or waiter.frame_kind in ("lock", "semaphore") or \
         holder.kind in ("lock", "stopped", "frozen") or not waiter.top_stack
 
 
-def categorize(d, chain, mechanisms):
+def categorize(d, walk, mechanisms):
     """(category, boundary words or None): what the run is blocked on, and the first link on the
     way there when it is of another category.  mechanisms: the kinds of findings (and chain
     mechanisms such as "undrained-pipe") found on the way."""
@@ -142,13 +140,15 @@ def categorize(d, chain, mechanisms):
     for kind, category in MECHANISMS:
         if kind in kinds:
             return category, None
-    root = chain[-1]
+    root = walk.chain[-1]
     kind = root_kind(d, root)
-    link, _index = boundary_of(d, chain)
-    category, through = decide(kind, link)
-    if kind == "retry" and link is None:
-        category = retry_category(root)
-    return category, through
+    link, _index = boundary_of(d, walk)
+    if kind == "retry":
+        # what the failing call is about decides, wherever the retry sits
+        category = retrying(d.capture, root)["category"] or "sleep"
+        words = BOUNDARIES[link] if link else None
+        return category, (words[1] if words and words[0] != category else None)
+    return decide(kind, link)
 
 
 def decide(kind, link):
@@ -161,11 +161,6 @@ def decide(kind, link):
     if decisive and not (kind == "lock" and link == "lock"):
         return category, (words if link_category != category else None)
     return link_category, None
-
-
-def retry_category(view):
-    call = (getattr(view, "retry", None) or {}).get("call")
-    return RETRIED_CALLS.get(call, "network")
 
 
 def is_lock_file(wait):

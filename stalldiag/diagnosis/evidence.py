@@ -30,7 +30,8 @@ def framework_evidence(d, focus, culprit, evidence):
     duration = (d.capture.get("window") or {}).get("duration_s") or 0
     if focus.kind == "dataloader":
         starved = focus.context_share.get("dataloader", focus.share)
-        workers = d.workers
+        from . import workers_of
+        workers = workers_of(d)
         text = "the training loop is starved: %s waited on DataLoader workers in %s of its stack samples" % (
             focus.label, pct(starved))
         if workers:
@@ -60,7 +61,11 @@ def framework_evidence(d, focus, culprit, evidence):
             text += "; compilation started %d separate times in the window: looks like repeated recompiles" % runs
         evidence.append(text)
         d.findings.append(finding("compiling", text, v))
-    groups = d.rank_groups
+    groups = None
+    if any(v.kind in ("collective", "rendezvous") or v.kind == "cuda" and str(d.roles.get(v.pid)).startswith("rank ")
+           for v in d.chain):
+        from .edges import rank_groups
+        groups = rank_groups(d)
     if groups:
         waiting, outliers = groups
         text = "ranks in the collective/rendezvous: %s; elsewhere: %s" % (
@@ -204,8 +209,32 @@ class _NoView:
     kind = None
 
 
+def event_loop_blocked(d, view):
+    """A thread that runs an asyncio event loop, held all window in one step (a synchronous
+    sleep, read or computation inside a coroutine): no other task of the loop runs."""
+    from ..knowledge import frames as frame_table
+    from .graph import doing_call
+    from .progress import STUCK_SHARE, stuck
+    if not frame_table.in_event_loop_step(view.top_stack) or view.top_stack_count < 0.9 * view.n_stack_samples:
+        return
+    if not (stuck(view) or view.state is not None and view.state.condition in ("computing", "spinning")
+            and view.share >= STUCK_SHARE):
+        return
+    d.findings.append(finding(
+        "event-loop-blocked", "%s runs an asyncio event loop, and one step has held it for the whole window: "
+        "%s at %s inside a coroutine or callback, without awaiting, so no other task of that loop runs "
+        "(await an async call instead, or move the work to an executor)" % (
+            view.label, doing_call(view), frame_text(view.user_frame()) or "?"), view))
+
+
 def general_findings(d):
     cap = d.capture
+    from .graph import unnumbered_ranks
+    guessed = unnumbered_ranks(cap, d.roles)
+    if guessed:
+        d.findings.append(finding("unnumbered-ranks", "pids %s run torch.distributed (gloo/NCCL/TCP-store threads) "
+                                  "with no RANK variable: they are numbered here by pid, which may not be their "
+                                  "rank" % ", ".join(map(str, guessed))))
     skipped = cap.get("skipped_children") or 0
     if skipped:
         d.findings.append(finding("skipped-children", "%d child process(es) not inspected; add --children"

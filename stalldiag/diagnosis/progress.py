@@ -25,7 +25,7 @@ STARVED_CPU = 0.05  # a training loop under this share of a core over the window
 INTERVAL_CPU_S = 0.05
 
 # Findings that mean the focus waits on something that will not resolve by itself.
-STALL_FINDINGS = ("deadlock", "lock-held-at-fork", "orphaned-wait", "lost-task", "retry-loop")
+STALL_FINDINGS = ("deadlock", "lock-held-at-fork", "orphaned-wait", "lost-task", "retry-loop", "connection-stall")
 
 
 def stuck(view):
@@ -51,7 +51,7 @@ def blockers(d):
     focus = d.chain[0] if d.chain else None
     duration = (d.capture.get("window") or {}).get("duration_s") or 0
     if focus is not None and starved(focus, duration) and len(d.chain) > 1:
-        if getattr(focus, "waits_for_gil", False):
+        if d.walk.out_of(focus) is not None and d.walk.out_of(focus).kind == "gil":
             out.append("%s waited for the GIL for the whole window" % focus.label)
         elif any(f["kind"] == "file-lock" for f in d.findings) and not d.chain[-1].state.progressing:
             out.append("%s waited on a file lock for the whole window, and its holder is not working" % focus.label)

@@ -1,73 +1,19 @@
-"""The verdict: a walk over the wait-for graph from the thread that should make progress.
+"""The verdict's words: the summary of the walk (walk.py) from the focus to the root cause.
 
-The walk starts at the focus thread (the main thread of the main process,
-or of the first rank below a launcher) and follows wait edges; where it ends
-is the culprit.  The category says what that end is doing (or, for a wait
-on peers, a child or a deadlock, what the wait is), and the summary says the
-mechanism in the user's words.
+The category comes from the category table (category.py); the summary says the
+mechanism in the user's words, and when the root cause was reached through a link
+of another category, which ("Blocked on storage I/O, through a lock: ...").
 """
+from .category import CATEGORIES, SUMMARY, categorize, is_lock_file as _is_lock_file  # noqa: F401
 from .explain import detail_text, frame_text, pct, process_text, residency_text
-from .graph import finding
-
-from .category import CATEGORIES, SUMMARY, categorize, is_lock_file as _is_lock_file
-
-
-MAX_CHAIN = 8
-
-
-def walk(d, view):
-    """Follow wait edges from the focus thread; the end of the walk is the culprit."""
-    seen = set()
-    current = view
-    for _ in range(MAX_CHAIN):
-        seen.add((current.pid, current.tid))
-        d.chain.append(current)
-        step = d.NEXT.get(current.kind)
-        nxt = step(d, current, seen) if step else None
-        if nxt is None and not d.halted(current):
-            nxt = d.halted_rank(current, seen) or d.straggler_rank(current, seen)
-        if nxt is None and current is view and current.kind in ("sleep", "poll", "other", "tty") \
-                and (current.pid, current.tid) not in d.file_waits:
-            nxt = d.busier_thread(current, seen)
-        if nxt is None:
-            _close_cycle(d, current)
-            return current
-        current = nxt
-    return current
-
-
-# Waits between processes whose edge, followed once more, may lead back into the chain.
-CYCLE_KINDS = ("pipe", "ipc", "child")
-
-
-def _close_cycle(d, end):
-    """A wait that leads back into the chain is a deadlock: say so, with every step of the cycle."""
-    if end.kind not in CYCLE_KINDS or len(d.chain) < 2:
-        return
-    back = d.NEXT[end.kind](d, end, {(end.pid, end.tid)})
-    cycle = d.stuck_cycle(back) if back is not None else None
-    if not cycle:
-        return
-    steps = ["%s (%s)" % (v.label, _wait_words(v)) for v in cycle]
-    d.findings.append(finding(
-        "deadlock", "deadlock across processes: %s, which waits on the first: nobody can move" % " → ".join(steps), end))
-
-
-def _wait_words(view):
-    what = detail_text(view.top_detail())
-    words = {"child": "waits for its child to exit", "pipe": "blocked on a pipe", "ipc": "waits for a message"}
-    text = words.get(view.kind, view.kind)
-    if view.kind == "pipe" and any(label.startswith("write") for label in view.activity):
-        text = "blocked writing to a full pipe that is not drained"
-    return text + (" on %s" % what if what else "")
 
 
 def choose_category(d, focus, culprit):
     """(category, "through ..." words or None), from the category tables (category.py)."""
     mechanisms = [f["kind"] for f in d.findings]
-    if _undrained_pipe(d, culprit) is not None:
+    if undrained_pipe(d) is not None:
         mechanisms.append("undrained-pipe")
-    return categorize(d, d.chain or [focus, culprit], mechanisms)
+    return categorize(d, d.walk, mechanisms)
 
 
 def summary_of(d, category, focus, culprit, through=None):
@@ -75,6 +21,13 @@ def summary_of(d, category, focus, culprit, through=None):
     if category == "sleep" and culprit is not focus:
         # not idle by design when someone waits on it: a retry or back-off loop holds the run up
         head = "Waiting on a thread that sleeps (a retry or back-off loop?)"
+    pipe = undrained_pipe(d)
+    if pipe is not None:
+        writer, fd, culprit = pipe
+        where = {1: "its stdout, a pipe", 2: "its stderr, a pipe"}.get(fd.get("fd"), "a pipe (%s)" % fd.get("target"))
+        return ("Blocked writing output: %s waits to write to %s, and the process reading that pipe is not "
+                "draining it: %s is %s" % (writer.label, where, _proc_text(d, culprit.pid),
+                                          halted_phrase(d, culprit) if d.halted(culprit) else _doing(culprit, d)))
     deadlock = next((f for f in d.findings if f["kind"] == "deadlock"), None)
     if deadlock:
         return deadlock["summary"][0].upper() + deadlock["summary"][1:]
@@ -84,13 +37,6 @@ def summary_of(d, category, focus, culprit, through=None):
     wait = _file_wait_text(d, culprit)
     if wait:
         return wait
-    pipe = _undrained_pipe(d, culprit)
-    if pipe is not None:
-        writer, fd = pipe
-        where = {1: "its stdout, a pipe", 2: "its stderr, a pipe"}.get(fd.get("fd"), "a pipe (%s)" % fd.get("target"))
-        return ("Blocked writing output: %s waits to write to %s, and the process reading that pipe is not "
-                "draining it: %s is %s" % (writer.label, where, _proc_text(d, culprit.pid),
-                                          halted_phrase(d, culprit) if d.halted(culprit) else _doing(culprit)))
     special = _mechanism(d, category, focus, culprit)
     if special:
         return "%s: %s" % (head, special)
@@ -114,10 +60,10 @@ def summary_of(d, category, focus, culprit, through=None):
         text = "%s: %s %s waits in %s; %s %s is elsewhere, %s%s" % (
             head, d.roles.get(focus.pid), focus.label,
             _first_framework_frame(focus) or "a GPU sync at %s" % frame_text(focus.user_frame()),
-            d.roles.get(culprit.pid), culprit.label, _doing(culprit), where)
+            d.roles.get(culprit.pid), culprit.label, _doing(culprit, d), where)
     elif category == "subprocess" and culprit.pid != focus.pid:
         text = "%s: %s waits for %s, which is %s" % (
-            head, focus.label, process_text(d.procs[culprit.pid]), _doing(culprit))
+            head, focus.label, process_text(d.procs[culprit.pid]), _doing(culprit, d))
     elif culprit is not focus and category != "subprocess":
         text += " (%s waits on it)" % focus.label
     return text
@@ -133,17 +79,19 @@ def _mechanism(d, category, focus, culprit):
                                           role(focus), _pid_text(focus), how)
     if d.halted(culprit):
         return "%s is %s" % (culprit.label, halted_phrase(d, culprit))
-    fork = next((f for f in d.findings if f["kind"] in ("lock-held-at-fork", "orphaned-wait", "lost-task")), None)
+    fork = next((f for f in d.findings if f["kind"] in ("lock-held-at-fork", "orphaned-wait", "lost-task",
+                                                          "retry-loop")), None)
     if fork:
         return fork["summary"]
     flock = next((f for f in d.findings if f["kind"] == "file-lock"), None)
     if flock:
-        return "%s; that process is %s" % (flock["summary"], _doing(culprit))
-    if getattr(focus, "waits_for_gil", False):
+        return "%s; that process is %s" % (flock["summary"], _doing(culprit, d))
+    if d.walk.out_of(focus) is not None and d.walk.out_of(focus).kind == "gil":
         return "%s waits for the GIL, which %s holds: %s at %s without releasing it" % (
-            focus.label, culprit.label, state.phrase if state else _doing(culprit),
+            focus.label, culprit.label, state.phrase if state else _doing(culprit, d),
             frame_text(culprit.user_frame()) or "native code")
-    straggler = getattr(culprit, "straggler_gpu", None)
+    into = d.walk.into[-1]
+    straggler = into.facts["gpu"] if into is not None and into.kind == "straggler" else None
     if straggler is not None:
         return "%s %s waits at %s for %s %s, a straggler whose GPU %d is still computing (SM %.0f%%, tensor %.0f%%)" % (
             role(focus), _pid_text(focus), frame_text(focus.user_frame()) or "a collective", role(culprit),
@@ -183,19 +131,22 @@ def _file_wait_text(d, view):
         view.label, path, library, state, ", ".join(map(str, others)))
 
 
-def _undrained_pipe(d, reader):
-    """(writer view, its fd) when the chain's step before `reader` is blocked writing a pipe that
-    `reader` holds and does not drain (it sleeps, is stopped, or waits on something else)."""
-    if len(d.chain) < 2 or d.chain[-1] is not reader or reader.kind in ("cpu", "compile", "io"):
-        return None
-    writer = d.chain[-2]
-    if writer.kind != "pipe" or not any(label.startswith("write") for label in writer.activity):
-        return None
-    detail = writer.top_detail() or {}
-    fd = detail.get("fd") if isinstance(detail, dict) else None
-    if not fd or fd.get("target") not in ((d.procs.get(reader.pid) or {}).get("endpoints") or {}):
-        return None
-    return writer, fd
+def undrained_pipe(d):
+    """(writer view, its fd, reader view) when a step of the walk is blocked writing a pipe whose
+    reader, the next step, holds it and does not drain it (it sleeps, is stopped, or waits on
+    something else: the writer itself, when the reader joins it)."""
+    for edge in [e for e in d.walk.into[1:]] + [d.walk.end]:
+        if edge is None or edge.kind != "peer" or edge.facts.get("via") != "pipe" or edge.waker is None:
+            continue
+        writer, reader = edge.waiter, edge.waker
+        if writer.kind != "pipe" or not any(label.startswith("write") for label in writer.activity) \
+                or reader.kind in ("cpu", "compile", "io"):
+            continue
+        detail = writer.top_detail() or {}
+        fd = detail.get("fd") if isinstance(detail, dict) else None
+        if fd and fd.get("target") in ((d.procs.get(reader.pid) or {}).get("endpoints") or {}):
+            return writer, fd, reader
+    return None
 
 
 def _proc_text(d, pid):
@@ -236,14 +187,15 @@ def _first_framework_frame(view):
     return None
 
 
-def _doing(view):
+def _doing(view, d=None):
     words = {"cpu": "computing", "sleep": "sleeping", "io": "doing storage I/O", "network": "waiting on the network",
              "lock": "blocked on a lock", "child": "waiting on its own child", "poll": "idle in poll",
              "tty": "waiting for someone to type on its terminal (an interactive prompt)",
              "pipe": "blocked on a pipe", "ipc": "waiting for a message from another process",
              "compile": "compiling"}
     text = "%s (%s)" % (words.get(view.kind, view.kind), residency_text(view, 2))
-    tool = getattr(view, "compiler", None)
+    end = d.walk.end if d is not None and d.walk and d.walk.chain[-1] is view else None
+    tool = end.facts.get("tool") if end is not None and end.kind == "compiler" else None
     if tool is not None:
         text += ", through its compiler %s (pid %d, on CPU %d%%)" % (tool.comm or tool.name, tool.pid,
                                                                   round(100 * tool.share))

@@ -30,6 +30,16 @@ PROCESS_PATTERNS = [
 
 _COMPILED = [(row, re.compile(row.pattern)) for row in PROCESS_PATTERNS]
 
+# Native threads torch.distributed starts in every rank (gloo's loops, NCCL's watchdog, the TCP
+# store): a process with one is a rank even when no RANK variable says so (torch.multiprocessing
+# spawn, or init_process_group(rank=...) from a script's own launcher).
+DISTRIBUTED_THREADS = re.compile(r"^(pt_gloo_runloop|gloo_tcp_loop|pt_nccl_watchdg|pt_nccl_heartbt|"
+                                 r"pt_tcpstore_uv|pt_tcpstore)$")
+
+
+def runs_distributed(thread_names):
+    return any(DISTRIBUTED_THREADS.match(name or "") for name in thread_names)
+
 
 def match_process(comm, cmdline, rows=None):
     """The first row matching a process, or None."""

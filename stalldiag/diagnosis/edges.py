@@ -1,0 +1,476 @@
+"""The wait-for graph as data: for one waiting thread, the edges to whoever would end its wait.
+
+find(g, view) returns Edge records, most likely waker first.  A finder reads the graph
+(graph.WaitGraph: views, roles, processes, what the probes resolved) and nothing of the
+walk: the same thread gets the same edges whatever order the walk visits it in.  It
+writes no text and changes no view; what it saw goes in Edge.facts and Finding.facts,
+and formatter.py says it.  The walk (walk.py) takes the first edge to a thread not yet
+on its chain; an edge back onto the chain, when every thread of the loop is stuck, is a
+cycle: nobody can move.
+
+Edge kinds:
+  lock-holder  holds the lock the waiter wants (by name, or the same lock a stuck partner wants)
+  lock-waiter  another thread stuck on a lock with it, nobody known to hold either (a guess)
+  gil          holds the GIL the waiter needs
+  file-lock    holds the flock()/fcntl() lock the waiter waits for (any process of the host)
+  file-holder  has open or locked the file the waiter polls for
+  join         the thread the waiter joins
+  sibling      a thread of the process that is busy (or sleeps) while the waiter waits (a guess)
+  child        the child program the waiter waits for
+  peer         the process at the other end of a pipe, unix socket or TCP connection
+  workers      the DataLoader workers the training loop waits for
+  rank         the rank that is not in the collective (stopped, elsewhere)
+  straggler    the rank whose GPU still computes while the others wait in a collective
+  compiler     the compiler a compiling thread drives (the compiling thread stays the end)
+  (terminal)   held-at-fork, orphaned, pool-deadlock, lost-task, missed-task-done: nothing
+               will end the wait
+"""
+from collections import Counter
+
+from ..knowledge import frames as frame_table
+from ..procfs import CLK_TCK   # the unit of a process's start_time
+from .gpu import devices_of
+from .graph import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, co_waiter, futex_word, held_locks,
+                    holds_same, idle_helper, in_file_lock, library_only, lock_intent, self_held, shared_futex,
+                    waited_targets)
+from .progress import STUCK_SHARE, stuck
+from .threads import THREAD_WAIT_KINDS
+from .types import Edge, Finding
+
+
+def find(g, view):
+    """Edges out of view, most likely waker first ([] when the graph knows none)."""
+    finder = FINDERS.get(view.kind)
+    edges = list(finder(g, view)) if finder else []
+    if not any(e.terminal for e in edges) and not g.halted(view):
+        edges += rank_fallback(g, view)
+    return edges
+
+
+# --- threads of one process -----------------------------------------------------------------
+
+def joined(g, view):
+    """Thread.join: the joined thread itself (py-spy's locals name it)."""
+    join = g.joins.get((view.pid, view.tid))
+    target = next((v for v in g.by_pid.get(view.pid, []) if join and v.tid == join.get("target_tid")), None)
+    if target is None:
+        return waited_thread(g, view)
+    return [Edge(view, target, "join")]
+
+
+def waited_thread(g, view):
+    """The thread a lock, queue, event or future waiter most likely waits on."""
+    edges = []
+    if view.kind == "lock":
+        edges += gil_holder(g, view) or file_lock_holder(g, view)
+        if edges:
+            return edges
+        held = self_held(view) if stuck(view) else None
+        if held:
+            frame, entry = held
+            word = futex_word(view)
+            same = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.kind == "lock"
+                    and word and futex_word(v) == word]
+            return [Edge(view, view, "lock-holder", {"wants": lock_intent(view)["wants"], "frame": frame,
+                                                     "held": entry, "self": True, "same": same})]
+        edges += lock_order_partner(g, view) + named_lock_holder(g, view)
+        if not edges:
+            edges += lock_waiters(g, view)
+        if not edges:
+            fork = held_at_fork(g, view)
+            if fork:
+                return [fork]
+    missed = missed_task_done(g, view)
+    if missed:
+        return edges + [missed]
+    others = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.n_samples and not idle_helper(v)]
+    co = [v for v in others if co_waiter(v, view)]
+    others = [v for v in others if v not in co]
+    busy = sorted((v for v in others if ACTIVITY_RANK.get(v.kind, 0) > 0), key=lambda v: -g.weight(v))
+    edges += [Edge(view, v, "sibling", {"doing": v.kind}, guess=True) for v in busy]
+    # Nobody is busy: the thread that should signal may be sleeping.  Prefer threads running
+    # the user's own code over library helper threads.
+    sleepers = sorted((v for v in others if v.kind in ("sleep", "poll") and v.user_frame() and not library_only(v)),
+                      key=lambda v: -v.share)
+    edges += [Edge(view, v, "sibling", {"doing": "sleep"}, guess=True) for v in sleepers]
+    if not edges and view.kind in THREAD_WAIT_KINDS and stuck(view):
+        orphan = orphaned_wait(g, view, co)
+        if orphan:
+            edges.append(orphan)
+    return edges
+
+
+def gil_holder(g, view):
+    """A futex wait at a line that waits on nothing is a wait for the GIL; py-spy names its holder."""
+    info = g.gil.get(view.pid) or {}
+    holder_tid = info.get("holder_tid")
+    if not holder_tid or holder_tid == view.tid or view.frame_kind:
+        return []
+    holder = next((v for v in g.by_pid.get(view.pid, []) if v.tid == holder_tid), None)
+    return [Edge(view, holder, "gil", {"how": info.get("how") or "py-spy"})] if holder else []
+
+
+def lock_order_partner(g, view):
+    """A stuck lock waiter that holds what view wants while wanting what view holds."""
+    mine = lock_intent(view)
+    out = []
+    for other in lock_waiters_of(g, view):
+        theirs = lock_intent(other)
+        if mine["wants"] and theirs["wants"] and mine["wants"] in theirs["holds"] and theirs["wants"] in mine["holds"]:
+            out.append(Edge(view, other, "lock-holder", {"wants": mine["wants"], "holds": theirs["wants"],
+                                                         "order": True}, process=other.pid != view.pid))
+    return out
+
+
+def named_lock_holder(g, view):
+    """Threads holding, by name, the lock view wants (inside `with X:`, or after an unreleased
+    X.acquire()); one waiting on the same futex word first: holding a lock of that name while
+    blocked on this very lock, it is the one stuck inside it."""
+    wants = lock_intent(view)["wants"]
+    if not wants or not stuck(view):
+        return []
+    holders = [v for v in g.lock_sharers(view) if v is not view and holds_same(v, wants, view)]
+    word = futex_word(view)
+    holders.sort(key=lambda v: (bool(word) and futex_word(v) == word, v.share), reverse=True)
+    out = []
+    for holder in holders:
+        _name, frame, entry = next(h for h in held_locks(holder) if h[0] == wants)
+        said = [] if holder.kind == "lock" and self_held(holder) else [   # a self-deadlock says so itself
+            Finding.about("lock-holder", holder, holder=holder, waiter=view, wants=wants, frame=frame, held=entry)]
+        out.append(Edge(view, holder, "lock-holder", {"wants": wants, "frame": frame, "held": entry},
+                        findings=said, process=holder.pid != view.pid))
+    return out
+
+
+def lock_waiters_of(g, view):
+    """Other threads stuck on locks with view (in its process, or on a lock shared between
+    processes); [] when one of the process's threads runs (contention, not a deadlock)."""
+    if not stuck(view):
+        return []
+    shared = shared_futex(view)
+    candidates = [o for o in g.views if o is not view and o.kind == "lock" and stuck(o) and (
+        o.pid == view.pid or (shared and shared_futex(o)) or g.related(view.pid, o.pid) and shared_futex(o))]
+    same = [v for v in g.by_pid.get(view.pid, []) if v.kind == "cpu" and v.share > 0.5
+            or v.state is not None and v.state.progressing]
+    if same and all(c.pid == view.pid for c in candidates):
+        return []
+    return sorted(candidates, key=lambda v: (v.pid == view.pid, v.share), reverse=True)
+
+
+def lock_waiters(g, view):
+    """Nobody is known to hold what view wants, and other threads are stuck on locks too."""
+    others = lock_waiters_of(g, view)
+    if not others:
+        return []
+    said = [Finding.about("likely-deadlock", others[0], threads=[view] + others)]
+    return [Edge(view, other, "lock-waiter", findings=said if i == 0 else [], guess=True)
+            for i, other in enumerate(others)]
+
+
+def held_at_fork(g, view):
+    """A forked child waiting on a lock that no thread of its own holds: the lock was held, at
+    fork() time, by a thread that exists only in the parent."""
+    proc = g.procs.get(view.pid) or {}
+    parent = g.procs.get(proc.get("ppid"))
+    if parent is None or not stuck(view) or shared_futex(view) or in_file_lock(view):
+        return None   # (a file lock is the kernel's, held by a process, not by a thread)
+    others = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.n_samples]
+    wants = lock_intent(view)["wants"]
+    if any(wants and wants in lock_intent(o)["holds"] for o in others):
+        return None
+    if any(o.kind in ("cpu", "io", "network") and o.share >= 0.5 for o in others):
+        return None
+    if (parent.get("cmdline") or [None])[0] != (proc.get("cmdline") or [None])[0]:
+        return None   # an exec'd program, not a fork of the parent
+    lock_frame = next((view.top_stack[d] for d, row in view.frame_matches if row.kind in ("lock", "semaphore")), None)
+    holder = None
+    from .graph import held_in_window
+    for candidate in g.by_pid.get(parent["pid"], []):
+        if wants and wants in held_in_window(candidate):
+            holder = candidate
+            break
+        if lock_frame and any(f[1] == lock_frame[1] and f[0] != lock_frame[0]
+                              for frames, _n in candidate.stacks_by_count()[:1] for f in frames):
+            holder = candidate
+    said = Finding.about("lock-held-at-fork", view, waiter=view, wants=wants, lock_frame=lock_frame,
+                         parent=parent["pid"], holder=holder)
+    return Edge(view, None, "held-at-fork", findings=[said])
+
+
+def missed_task_done(g, view):
+    """Queue.join() with every consumer idle in get(): a task_done() was skipped."""
+    if not (view.kind in THREAD_WAIT_KINDS and stuck(view) and frame_table.waits_in_queue_join(view.top_stack)):
+        return None
+    threads = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.top_stack]
+    consumers = [v for v in threads if v.kind == "queue-get" and stuck(v)]
+    if not consumers or any(not stuck(v) for v in threads):
+        return None
+    return Edge(view, None, "missed-task-done",
+                findings=[Finding.about("missed-task-done", view, waiter=view, consumers=consumers)])
+
+
+def orphaned_wait(g, view, co_waiters):
+    """A wait on another thread of the process that no thread is left to end: every other
+    Python thread is stuck in the same wait (parties at a barrier, tasks waiting on tasks of
+    their own pool) or stuck in a wait of its own; the thread that would end it died (an
+    exception ends a thread quietly) or never started."""
+    threads = g.by_pid.get(view.pid, [])
+    python = [v for v in threads if v is not view and v.top_stack]
+    stuck_too = [v for v in python if v not in co_waiters and stuck(v) and v.kind in THREAD_WAIT_KINDS + ("lock",)]
+    if any(v not in co_waiters and v not in stuck_too for v in python):
+        return None   # a thread that can still end the wait
+    pool = frame_table.pool_of(view.top_stack)
+    facts = {"waiter": view, "co_waiters": co_waiters, "stuck_too": stuck_too, "alone": not python,
+             "native": len(threads) - 1, "pool": pool}
+    kind = "pool-deadlock" if pool and view.frame_kind == "future" else "orphaned-wait"
+    return Edge(view, None, kind, findings=[Finding.about(kind, view, **facts)])
+
+
+# --- across processes -----------------------------------------------------------------------
+
+def file_lock_holder(g, view):
+    """flock()/fcntl() lock waits: /proc/locks names the holder, even outside the inspected tree."""
+    if not g.file_locks:
+        return []
+    blocked = in_file_lock(view)
+    if not blocked and view.kind not in ("sleep", "poll", "other"):
+        return []
+    for lock in g.file_locks:
+        waiters = (lock.get("waiter_pids") or []) if blocked else (lock.get("pollers") or [])
+        if view.pid not in waiters or not lock.get("holder_pid"):
+            continue
+        thread = g.most_telling_thread(lock["holder_pid"])
+        said = [Finding.about("file-lock", view, waiter=view, lock=lock, blocked=blocked,
+                              holder_proc=g.procs.get(lock["holder_pid"]))]
+        return [Edge(view, thread, "file-lock", {"lock": lock, "blocked": blocked}, findings=said, process=True)]
+    return []
+
+
+def waited_file(g, view):
+    """A sleep/poll loop on a lock or marker file: whoever holds or has the file open."""
+    wait = g.file_waits.get((view.pid, view.tid))
+    if not wait:
+        return []
+    pids = [p for p in (wait.get("flock_holders") or []) + (wait.get("open_by") or []) if p != view.pid]
+    threads = [g.most_telling_thread(pid) for pid in dict.fromkeys(pids)]
+    return [Edge(view, t, "file-holder", {"path": wait.get("path")}, process=True) for t in threads if t]
+
+
+def waited_child(g, view):
+    detail = view.top_detail() or {}
+    wanted = detail.get("child") if isinstance(detail, dict) else None
+    kids = g.live_children(view.pid)
+    if isinstance(wanted, int) and wanted > 0:
+        kids = [p for p in kids if p["pid"] == wanted] or kids
+    kids.sort(key=lambda p: (g.process_halted(p["pid"]), g.roles.get(p["pid"]) == "compiler",
+                             p.get("cpu_seconds") or 0), reverse=True)
+    threads = [g.most_telling_thread(p["pid"]) for p in kids]
+    return [Edge(view, t, "child", process=True) for t in threads if t is not None]
+
+
+def waited_peer(g, view):
+    """The process at the other end of the pipe or unix socket a thread waits on."""
+    if frame_table.waits_for_pool_result(view.top_stack) and stuck(view):
+        lost = lost_pool_task(g, view)
+        if lost:
+            return [lost]
+    peers = Counter()
+    targets = waited_targets(view)
+    if not targets:
+        # Waiting on a futex for a helper thread that talks to the other process
+        # (multiprocessing.Pool's result handler, a Queue feeder): its siblings' pipes.
+        for sibling in g.by_pid.get(view.pid, []):
+            if sibling is not view:
+                targets.extend(waited_targets(sibling))
+    for target in targets:
+        for pid in g.holders.get(target, ()):
+            if pid != view.pid:
+                peers[pid] += 1
+        for pid in g.other_end(target, g.unix_peers):
+            if pid != view.pid:
+                peers[pid] += 2
+        for pid in g.waker_pids(view, target):
+            if pid != view.pid:
+                peers[pid] += 2
+    if not peers:
+        for proc in g.live_children(view.pid):
+            peers[proc["pid"]] += 1
+    threads = [g.thread_on(pid, targets) for pid in peers]
+    threads = [t for t in threads if t is not None]
+    threads.sort(key=lambda v: (g.halted(v), g.weight(v), peers[v.pid]), reverse=True)
+    return [Edge(view, t, "peer", {"via": "pipe"}, process=True) for t in threads]
+
+
+def tcp_peer(g, view):
+    """A TCP connection to a process of the host (a local server, a store, another rank): the
+    process that holds the other end, and the thread of it that waits on that connection."""
+    out = []
+    for target in waited_targets(view):
+        pids = set(g.other_end(target, g.tcp_peers)) | set(g.waker_pids(view, target))
+        for pid in sorted(pids - {view.pid}):
+            thread = g.thread_on(pid, g.peer_targets(target))
+            if thread is not None:
+                out.append(Edge(view, thread, "peer", {"via": "tcp", "target": target}, process=True))
+    return out
+
+
+def lost_pool_task(g, view):
+    """A wait for a multiprocessing.Pool result while every worker waits for a task: none has
+    it.  A worker that dies mid-task takes its task with it; the Pool replaces the worker."""
+    workers = [(p, g.main_thread(p["pid"])) for p in g.live_children(view.pid)]
+    if not workers or not all(t is not None and frame_table.idle_pool_worker(t.top_stack) for _p, t in workers):
+        return None
+    starts = sorted((p.get("start_time") or 0, p["pid"]) for p, _t in workers)
+    late = [(pid, (start - starts[0][0]) / CLK_TCK) for start, pid in starts[1:]
+            if start - starts[0][0] >= REPLACEMENT_GAP_S * CLK_TCK]
+    return Edge(view, None, "lost-task", findings=[Finding.about("lost-task", view, waiter=view, workers=len(workers),
+                                                                 replacements=late)])
+
+
+def waited_workers(g, view):
+    """DataLoader: the training loop waits for workers; judge them by what they do."""
+    workers = [p for p in g.procs.values() if g.roles.get(p["pid"]) == "dataloader-worker"]
+    mine = [p for p in workers if p.get("ppid") == view.pid] or workers
+    if not mine:
+        return waited_peer(g, view)
+    threads = [g.main_thread(p["pid"]) for p in mine]
+    threads = [t for t in threads if t is not None]
+    threads.sort(key=lambda v: (g.halted(v), g.weight(v), v.cpu_seconds or 0), reverse=True)
+    kinds = Counter(t.kind for t in threads)
+    return [Edge(view, t, "workers", {"workers": threads, "kinds": kinds}, process=True) for t in threads]
+
+
+# --- ranks ----------------------------------------------------------------------------------
+
+def ranks_of(g):
+    ranks = {}
+    for pid, role in g.roles.items():
+        if str(role).startswith("rank "):
+            thread = g.main_thread(pid)
+            if thread is not None:
+                ranks[pid] = thread
+    return ranks
+
+
+def rank_groups(g):
+    """([pids of ranks in a collective, rendezvous or its GPU sync], [pids elsewhere])."""
+    ranks = ranks_of(g)
+    waiting = {pid for pid, t in ranks.items() if t.kind in ("collective", "rendezvous", "cuda") and not g.halted(t)}
+    return sorted(waiting), sorted(pid for pid in ranks if pid not in waiting)
+
+
+def outlier_rank(g, view):
+    """Ranks waiting in a collective wait for the rank that is somewhere else: a stopped or
+    frozen one first, however busy its peers look."""
+    ranks = ranks_of(g)
+    waiting, elsewhere = rank_groups(g)
+    outliers = [ranks[pid] for pid in elsewhere if pid != view.pid]
+    outliers.sort(key=lambda v: (g.halted(v), -v.pid if g.halted(v) else g.weight(v), -v.pid), reverse=True)
+    edges = [Edge(view, t, "rank", process=True) for t in outliers]
+    return edges + gpu_straggler(g, view, ranks)
+
+
+def gpu_straggler(g, view, ranks):
+    """Every rank waits on its GPU: the straggler is the rank whose GPU does the work the others
+    wait for (real SM/tensor activity while the waiter's GPU only spins in NCCL)."""
+    mine = [g.gpus[i] for i in devices_of(g.capture, view.pid) if i in g.gpus]
+    if not mine or not mine[0].has_gpm or mine[0].real_compute:
+        return []
+    best = None
+    for pid, thread in ranks.items():
+        if pid == view.pid:
+            continue
+        for index in devices_of(g.capture, pid):
+            dev = g.gpus.get(index)
+            if dev is None or not dev.real_compute or (dev.sm or 0) < (mine[0].sm or 0) + STRAGGLER_MARGIN:
+                continue
+            if best is None or dev.sm > best[1].sm:
+                best = (thread, dev)
+    if best is None:
+        return []
+    thread, dev = best
+    said = Finding.about("straggler", thread, straggler=thread.pid, waiter=view.pid, gpu=dev, waiter_gpu=mine[0])
+    return [Edge(view, thread, "straggler", {"gpu": dev}, findings=[said], process=True)]
+
+
+def gpu_wait(g, view):
+    """A rank waiting on its GPU may wait on an NCCL kernel that waits for a hung peer."""
+    return outlier_rank(g, view) if str(g.roles.get(view.pid, "")).startswith("rank ") else []
+
+
+def rank_fallback(g, view):
+    """The walk ended inside a rank: a peer rank that is stopped or frozen holds the job; else
+    a peer whose GPU does the work the others wait for."""
+    if not str(g.roles.get(view.pid, "")).startswith("rank "):
+        return []
+    ranks = ranks_of(g)
+    halted = [Edge(view, t, "rank", process=True) for pid, t in sorted(ranks.items())
+              if pid != view.pid and g.halted(t)]
+    return halted or (gpu_straggler(g, view, ranks) if len(ranks) > 1 else [])
+
+
+# --- compiling ------------------------------------------------------------------------------
+
+def compiler_of(g, view):
+    """The busiest compiler or compile worker a compiling thread drives (gcc, ptxas,
+    inductor's workers), or None.  The compiling thread stays the end of the walk."""
+    if view.kernel_kind not in ("child", "poll", "pipe", "lock", "ipc", "sleep"):
+        return None
+    mine = set(g.descendants(view.pid))
+    kids = [p for p in g.procs.values() if g.roles.get(p["pid"]) in ("compiler", "compile-worker")
+            and p.get("exited_at") is None and p["pid"] in mine]
+    busy = [g.most_telling_thread(p["pid"]) for p in kids]
+    busy = [t for t in busy if t is not None and t.kind == "cpu" and t.share >= 0.3]
+    return max(busy, key=lambda v: v.share) if busy else None
+
+
+def compiling(g, view):
+    tool = compiler_of(g, view)
+    if tool is None:
+        return []
+    return [Edge(view, None, "compiler", {"tool": tool},
+                 findings=[Finding.about("compiler-busy", tool, compiler=tool, waiter=view)])]
+
+
+def sleeping(g, view):
+    return waited_file(g, view) or file_lock_holder(g, view)
+
+
+FINDERS = {
+    "lock": waited_thread,
+    "thread-join": joined,
+    "queue-get": waited_thread,
+    "queue-put": waited_thread,
+    "condition": waited_thread,
+    "event": waited_thread,
+    "future": waited_thread,
+    "semaphore": waited_thread,
+    "child": waited_child,
+    "ipc": waited_peer,
+    "pipe": waited_peer,
+    "network": tcp_peer,
+    "dataloader": waited_workers,
+    "collective": outlier_rank,
+    "rendezvous": outlier_rank,
+    "compile": compiling,
+    "cuda": gpu_wait,
+    "sleep": sleeping,
+    "poll": sleeping,
+    "other": file_lock_holder,
+    "io": waited_file,
+}
+
+
+def busier_thread(g, view):
+    """An idle focus thread hands over to a thread that is doing something (the focus only:
+    the training loop may just be waiting for the thread that does the work)."""
+    # A native helper thread parked on a futex (no Python stack, no CPU) is idle, not busy.
+    candidates = [v for v in g.views if v is not view and v.n_samples and v.share >= 0.5
+                  and ACTIVITY_RANK.get(v.kind, 0) >= 3 and g.roles.get(v.pid) not in ("launcher",)
+                  and (v.kind != "lock" or v.top_stack or (v.cpu_seconds or 0) > 0.05)
+                  and v.n_samples * 2 >= g.window_samples]
+    candidates.sort(key=lambda v: (ACTIVITY_RANK.get(v.kind, 0), v.share), reverse=True)
+    return [Edge(view, v, "sibling", {"doing": v.kind, "handover": True}, guess=True) for v in candidates]
+
+
+__all__ = ["find", "busier_thread", "rank_groups", "compiler_of", "STUCK_SHARE"]

@@ -1,0 +1,249 @@
+"""Every sentence the wait-for graph's findings say, written from their facts.
+
+edges.py and walk.py find; this module says.  One function per finding kind, each
+taking the Finding's facts; as_dict() gives the report's {"kind", "summary", "pid",
+"tid"} record (a few internal kinds share a report kind: a pool deadlock is a
+deadlock, a missed task_done() an orphaned wait).
+"""
+from .explain import code_text, frame_text, process_text
+from .types import Finding
+
+LOCK_TYPES = {"FLOCK": "flock()", "POSIX": "POSIX (fcntl/lockf)", "OFDLCK": "open-file-description (OFD)",
+              "LEASE": "lease"}
+REPORT_KIND = {"pool-deadlock": "deadlock", "likely-deadlock": "deadlock", "missed-task-done": "orphaned-wait",
+               "cycle": "deadlock"}
+
+
+def as_dict(item: Finding, g):
+    return {"kind": REPORT_KIND.get(item.kind, item.kind), "summary": summary(item, g), "pid": item.pid,
+            "tid": item.tid}
+
+
+def summary(item: Finding, g):
+    """g: the graph, for what a sentence names beyond the finding (roles, process command lines)."""
+    return SAY[item.kind](g, **item.facts)
+
+
+def _s(items):
+    return "" if len(items) == 1 else "s"
+
+
+def _verb_s(items):
+    return "s" if len(items) == 1 else ""
+
+
+def _labels(views):
+    return ", ".join(v.label for v in views)
+
+
+def proc_text(proc, pid):
+    return process_text(proc, limit=160) if proc else "pid %d (not inspected)" % pid
+
+
+def lock_holder(g, holder, waiter, wants, frame, held):
+    from .graph import doing_call
+    return "%s holds `%s` (`%s`, line %d, in %s), which %s waits for; it is %s" % (
+        holder.label, wants, code_text(held["code"]), held["line"], frame[0], waiter.label, doing_call(holder))
+
+
+def likely_deadlock(g, threads):
+    return "likely deadlock: %d threads blocked on locks for the whole window and none runs (%s)" % (
+        len(threads), _labels(threads))
+
+
+def held_at_fork(g, waiter, wants, lock_frame, parent, holder):
+    what = wants or (lock_frame and "the lock taken in %s (%s)" % (lock_frame[0], lock_frame[1].rsplit("/", 1)[-1])) \
+        or "a lock"
+    text = ("%s waits on %s that no thread of pid %d holds: pid %d was forked from pid %d while another thread "
+            "held it, and that thread does not exist in the child, so nothing will ever release it"
+            % (waiter.label, what, waiter.pid, waiter.pid, parent))
+    if holder is not None:
+        text += "; in the parent, %s is inside it (%s)" % (holder.label, frame_text(holder.user_frame()) or "no Python frame")
+    return text
+
+
+def missed_task_done(g, waiter, consumers):
+    return ("%s waits in Queue.join() at %s for every item to have its task_done(), but the queue's consumer%s "
+            "(%s) wait%s in get() for new items: the queue is empty, so a task_done() call was missed (a path "
+            "that skips it: an early `continue`, an exception caught before it), and join() will never return" % (
+                waiter.label, frame_text(waiter.user_frame()) or "?", _s(consumers), _labels(consumers),
+                _verb_s(consumers)))
+
+
+def _nobody_left(co_waiters, stuck_too, alone, native):
+    why = []
+    if co_waiters:
+        why.append("%s wait%s at the same line" % (_labels(co_waiters), _verb_s(co_waiters)))
+    if stuck_too:
+        why.append("%s wait%s on it or on a wait of %s own, stuck" % (
+            _labels(stuck_too), _verb_s(stuck_too), "its" if len(stuck_too) == 1 else "their"))
+    if alone:
+        why.append("no other Python thread is alive in that process%s" % (
+            " (only %d native helper thread(s))" % native if native else ""))
+    return "; ".join(why)
+
+
+def orphaned_wait(g, waiter, co_waiters, stuck_too, alone, native, pool):
+    return ("%s waits (%s) at %s for another thread of pid %d, and no thread is left to end the wait: %s. Nothing "
+            "will: the thread that would (a producer, a consumer, a party) died on an exception, which ends a "
+            "thread quietly, or was never started" % (
+                waiter.label, waiter.frame_kind, frame_text(waiter.user_frame()) or "?", waiter.pid,
+                _nobody_left(co_waiters, stuck_too, alone, native)))
+
+
+def pool_deadlock(g, waiter, co_waiters, stuck_too, alone, native, pool):
+    # every worker waits on tasks that need a free worker of the same pool
+    return ("pool deadlock: %s, a worker of %s, waits (%s) at %s for a task queued to the same pool, and no worker "
+            "is free to run it: %s" % (waiter.label, pool, waiter.frame_kind, frame_text(waiter.user_frame()) or "?",
+                                       _nobody_left(co_waiters, stuck_too, alone, native) or "it is the only worker"))
+
+
+def file_lock(g, waiter, lock, blocked, holder_proc):
+    mode = lock.get("mode", "an").lower().replace("write", "a write").replace("read", "a read")
+    where = "outside the inspected tree" if not lock.get("holder_in_tree", True) else "in the job"
+    return "%s %s for %s %s lock on %s held by %s, %s" % (
+        waiter.label, "waits" if blocked else "retries between sleeps (its process has the file open)", mode,
+        LOCK_TYPES.get(lock.get("type"), lock.get("type") or "file"), lock.get("path") or lock.get("dev_inode"),
+        proc_text(holder_proc, lock["holder_pid"]), where)
+
+
+def lost_task(g, waiter, workers, replacements):
+    return ("%s waits for a multiprocessing.Pool result at %s, but all %d workers of the pool are idle, waiting for "
+            "a task: none has it, so the result will never come. A worker that dies mid-task (SIGKILL, the OOM "
+            "killer, os._exit) takes its task with it, and the Pool replaces the worker, not the task%s" % (
+                waiter.label, frame_text(waiter.user_frame()) or "?", workers,
+                "; %s started %s after the first worker: replacement%s" % (
+                    ", ".join("pid %d" % pid for pid, _gap in replacements),
+                    ", ".join("%.1f s" % gap for _pid, gap in replacements), _s(replacements))
+                if replacements else ""))
+
+
+def straggler(g, straggler, waiter, gpu, waiter_gpu):
+    roles = g.roles
+    return ("%s is the straggler: its GPU %d computes (SM %.0f%%, tensor %.0f%%) while %s's GPU %d only waits "
+            "(SM %.1f%%, tensor %.1f%%) in the collective that needs it" % (
+                _rank(roles, straggler), gpu.index, gpu.sm, gpu.tensor or 0, _rank(roles, waiter),
+                waiter_gpu.index, waiter_gpu.sm or 0, waiter_gpu.tensor or 0))
+
+
+def _rank(roles, pid):
+    return "%s (pid %d)" % ((roles or {}).get(pid) or "process", pid)
+
+
+def compiler_busy(g, compiler, waiter):
+    return "%s compiles through %s (%s), on CPU %d%% of the window" % (
+        waiter.label, proc_text(g.procs.get(compiler.pid), compiler.pid), g.roles.get(compiler.pid),
+        round(100 * compiler.share))
+
+
+# --- cycles: who waits on whom, all the way round ------------------------------------------
+
+def cycle(g, cycle, edges):
+    """A cycle of edges; edges[i] leads from cycle[i] to cycle[i + 1] (the last back to the first)."""
+    kinds = {e.kind for e in edges}
+    closing = edges[-1]
+    if len(cycle) == 1 and closing.facts.get("self"):
+        return _self_deadlock(cycle[0], closing)
+    if kinds == {"join"}:
+        return "join deadlock: %s; each waits for the next to exit, and none can" % "; ".join(
+            "%s joins %s" % (e.waiter.label, e.waker.label) for e in edges)
+    if kinds == {"lock-holder"}:
+        where = "" if len({v.pid for v in cycle}) == 1 else " across processes"
+        return "lock-order deadlock%s: %s" % (where, "; ".join(
+            "%s holds %s and wants %s" % (e.waiter.label, _wants(prev), e.facts.get("wants"))
+            for prev, e in zip(edges[-1:] + edges[:-1], edges)))
+    if closing.kind == "file-lock":
+        return "file-lock deadlock across processes: %s: nobody can move" % "; ".join(
+            "%s waits for %s, held by pid %d" % (proc_text(g.procs.get(e.waiter.pid), e.waiter.pid),
+                                                 _lock_name(e), e.waker.pid) for e in edges)
+    if "lock-holder" in kinds:
+        return _through_lock(edges)
+    if kinds <= {"peer"} and all(e.facts.get("via") == "tcp" for e in edges):
+        return ("both ends of a connection wait to receive, so neither will send: %s. A request or reply was "
+                "lost, or one side (a server that reads and never answers) waits for the other" % " → ".join(
+                    "%s (%s)" % (v.label, _wait_words(v)) for v in cycle))
+    return "deadlock across processes: %s, which waits on the first: nobody can move" % " → ".join(
+        "%s (%s)" % (v.label, _wait_words(v)) for v in cycle)
+
+
+def _wants(edge):
+    return edge.facts.get("wants")
+
+
+def _lock_name(edge):
+    lock = edge.facts.get("lock") or {}
+    return lock.get("path") or lock.get("dev_inode") or "a lock"
+
+
+def _self_deadlock(view, edge):
+    wants, frame, held = edge.facts["wants"], edge.facts["frame"], edge.facts["held"]
+    same = edge.facts.get("same") or []
+    return ("self-deadlock: %s waits for `%s`, which it already holds (%s, line %d, in %s): a threading.Lock is not "
+            "reentrant, so nothing can release it%s" % (
+                view.label, wants, "`%s`" % code_text(held["code"]), held["line"], frame[0],
+                "; %s wait%s on the same lock" % (_labels(same), _verb_s(same)) if same else ""))
+
+
+def _through_lock(edges):
+    """The lock one thread waits for is held by a thread earlier on the walk, which waits (on a
+    queue, a join, an event, ...) for what comes after it."""
+    closing = edges[-1]
+    holder, wants = closing.waker, closing.facts.get("wants")
+    text = "deadlock through a lock: %s holds `%s`" % (holder.label, wants)
+    if closing.facts.get("held"):
+        held, frame = closing.facts["held"], closing.facts["frame"]
+        text += " (`%s`, line %d, in %s)" % (code_text(held["code"]), held["line"], frame[0])
+    for e in edges[:-1]:
+        v = e.waiter
+        text += " while it waits (%s) at %s for %s" % (v.frame_kind or v.kind, frame_text(v.user_frame()) or "?",
+                                                      e.waker.label)
+        text = text if e.waker is closing.waiter else text + ", which"
+    return "%s, which waits for `%s`: none of them can move" % (text, wants)
+
+
+def _wait_words(view):
+    from .explain import detail_text
+    what = detail_text(view.top_detail())
+    words = {"child": "waits for its child to exit", "pipe": "blocked on a pipe", "ipc": "waits for a message",
+             "network": "waits to receive"}
+    text = words.get(view.kind, view.kind)
+    if view.kind == "pipe" and any(label.startswith("write") for label in view.activity):
+        text = "blocked writing to a full pipe that is not drained"
+    return text + (" on %s" % what if what else "")
+
+
+def retry_loop(g, retrier, where, loop, handlers, library, failures, lines, category):
+    text = "%s retries between sleeps at %s" % (retrier.label, frame_text(where) or "?")
+    if library:
+        text += ", in %s" % library
+    elif loop:
+        text += ", in the loop `%s` (line %d)%s" % (code_text(loop["code"]), loop["line"], (
+            " that catches %s" % ", ".join("`%s`" % code_text(h) for h in handlers)) if handlers else "")
+    if failures:
+        text += "; %s in the window" % "; ".join(
+            "%s() failed %d times%s" % (name, n, " (%s)" % ", ".join(
+                "%s %d" % (e, c) for e, c in sorted(errnos.items(), key=lambda kv: -kv[1])) if errnos else "")
+            for name, n, errnos in failures[:3])
+    if lines:
+        text += "; it last wrote: %s" % lines[-1]
+    text += ": the call it retries keeps failing, and the job does nothing else meanwhile"
+    if not failures:
+        text += " (--syscalls exact counts the failed calls and their errors)"
+    return text
+
+
+SAY = {
+    "retry-loop": retry_loop,
+    "lock-holder": lock_holder,
+    "likely-deadlock": likely_deadlock,
+    "lock-held-at-fork": held_at_fork,
+    "missed-task-done": missed_task_done,
+    "orphaned-wait": orphaned_wait,
+    "pool-deadlock": pool_deadlock,
+    "file-lock": file_lock,
+    "lost-task": lost_task,
+    "straggler": straggler,
+    "compiler-busy": compiler_busy,
+    "deadlock": cycle,
+    "connection-stall": cycle,
+}

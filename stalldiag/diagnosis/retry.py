@@ -1,0 +1,97 @@
+"""Is a sleeping thread retrying a call that fails?  (a part of what a thread really is)
+
+A thread asleep most of the window is idle by design only if nothing says otherwise.
+It retries when its sleep is inside a retry helper (tenacity, urllib3's Retry, ...), or
+inside a loop that catches errors, or a while loop that polls a call, and the failures
+show: failed syscalls counted in the exact mode, the except clause itself, or error lines
+the job wrote.  retrying() says so with the evidence, or returns None.
+"""
+from ..knowledge import retries as table
+
+SLEEPING = ("sleep", "poll")
+MIN_FAILURES = 3     # failed calls of one syscall in the window that make a retry visible
+MAX_LINES = 3
+
+
+def retrying(capture, view):
+    """{"where", "loop", "handlers", "library", "failures", "lines", "category"} or None."""
+    if view.kind not in SLEEPING or view.share < 0.5 or not view.top_stack:
+        return None
+    frame, loop = _retrying_loop(view)
+    handlers = [h["code"] for h in loop.get("handlers") or []]
+    library = table.retry_library(view.top_stack)
+    failures = failed_calls(capture, view.pid, view.tid)
+    lines = error_lines(capture, view.pid)
+    # a while loop polling a call that says what it waits for (connect_ex, os.path.exists)
+    polls = bool(loop) and bool(table.POLL_LOOP.match(loop.get("code") or "")) \
+        and table.category_of_text(loop.get("code")) is not None
+    if not (library or handlers or polls or (loop and failures)):
+        return None
+    return {"where": frame, "loop": loop or None, "handlers": handlers, "library": library,
+            "failures": failures, "lines": lines,
+            "category": _category(failures, handlers, loop.get("code"), lines, library)}
+
+
+def _retrying_loop(view, depth=4):
+    """(frame, loop) of the innermost of the thread's own frames whose enclosing loop catches
+    errors or polls a call: the sleep may be inside a call that loop retries (a busy timeout
+    in a database call, a helper that sleeps); else the innermost user frame and its loop."""
+    frames = [f for f in view.top_stack if len(f) > 3 and isinstance(f[3], dict)
+              and not _library(f)][:depth]
+    for frame in frames:
+        loop = frame[3].get("loop") or {}
+        if loop.get("handlers") or table.POLL_LOOP.match(loop.get("code") or ""):
+            return frame, loop
+    frame = view.user_frame()
+    source = frame[3] if frame and len(frame) > 3 and isinstance(frame[3], dict) else {}
+    return frame, source.get("loop") or {}
+
+
+def _library(frame):
+    from ..knowledge.frames import is_library_file
+    return is_library_file(frame[1])
+
+
+def failed_calls(capture, pid, tid):
+    """[(syscall, errors, {errno: n})] of one thread (or its process, when the backend counts
+    per process), most failures first; only operations (a sleep's EINTR is not a failure)."""
+    rows = ((capture.get("exact_syscalls") or {}).get("errors")) or []
+    merged = {}
+    for row_pid, row_tid, calls in rows:
+        if row_pid != pid or row_tid not in (None, tid):
+            continue
+        for name, entry in (calls or {}).items():
+            if name in table.NOT_OPERATIONS or entry.get("errors", 0) < MIN_FAILURES:
+                continue
+            errors, errnos = merged.get(name, (0, {}))
+            for errno, n in (entry.get("errnos") or {}).items():
+                errnos[errno] = errnos.get(errno, 0) + n
+            merged[name] = (errors + entry["errors"], errnos)
+    return sorted(((name, n, errnos) for name, (n, errnos) in merged.items()), key=lambda r: -r[1])
+
+
+def error_lines(capture, pid):
+    """The last lines the process wrote (stdout, stderr, its open logs) that report a failure."""
+    tail = (capture.get("output_tail") or {}).get(str(pid)) or {}
+    streams = [tail.get("stdout"), tail.get("stderr")] + list(tail.get("logs") or [])
+    found = []
+    for stream in streams:
+        for line in (stream or {}).get("lines") or []:
+            if table.ERROR_LINE.search(line) and line not in found:
+                found.append(line)
+    return found[-MAX_LINES:]
+
+
+def _category(failures, handlers, loop_code, lines, library):
+    for name, _n, errnos in failures:
+        for errno in errnos:
+            if table.ERRNO_CATEGORY.get(errno):
+                return table.ERRNO_CATEGORY[errno]
+        if name in table.CALL_CATEGORY:
+            return table.CALL_CATEGORY[name]
+    found = table.category_of_text(*(handlers + [loop_code] + list(reversed(lines))))
+    if found:
+        return found
+    if library and library != "tenacity" and library != "backoff":
+        return "network"   # urllib3, huggingface_hub, redis-py, google, botocore retry requests
+    return None

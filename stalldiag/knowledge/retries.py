@@ -1,0 +1,70 @@
+"""Retry loops: library helpers that retry, loops that catch errors, and what the errors mean.
+
+A thread that sleeps between calls that fail is not idle by design, and a job that only
+retries makes no progress however much it logs.  These tables say how to recognise one
+from its stack (RETRY_FRAMES), from the source of the loop around its sleep (a while/for
+body with an except clause, or a while loop polling a call), and what the failing call
+or its error text is about (CALL_CATEGORY, ERROR_WORDS).
+"""
+import re
+
+# (file pattern, function pattern, library): frames of helpers that sleep between attempts
+RETRY_FRAMES = [
+    (r"tenacity/(__init__|nap)\.py$", r"^((Base)?Retrying\.)?(__call__|iter|sleep)$", "tenacity"),
+    (r"backoff/_sync\.py$", r"^retry$", "backoff"),
+    (r"urllib3/util/retry\.py$", r"^(Retry\.)?(sleep|_sleep_backoff|sleep_for_retry)$", "urllib3 Retry"),
+    (r"huggingface_hub/utils/_http\.py$", r"^http_backoff$", "huggingface_hub http_backoff"),
+    (r"redis/retry\.py$", r"^(Retry\.)?call_with_retry$", "redis-py Retry"),
+    (r"google/api_core/retry", r"^retry_target$", "google.api_core retry"),
+    (r"botocore/retryhandler\.py$", r".", "botocore retries"),
+]
+
+# a while loop whose condition is a call: it polls until the call succeeds
+POLL_LOOP = re.compile(r"^while\s+(not\s+)?\(?\s*[\w.\[\]]+\(.*\)")
+
+# syscalls whose failures are the waits themselves, not a failing operation
+NOT_OPERATIONS = {"futex", "nanosleep", "clock_nanosleep", "select", "pselect6", "poll", "ppoll", "epoll_wait",
+                  "epoll_pwait", "restart_syscall", "rt_sigreturn", "rt_sigsuspend", "wait4", "waitid",
+                  "accept", "accept4", "recvfrom", "recvmsg", "read"}
+
+# a failing syscall -> what the run is blocked on
+CALL_CATEGORY = {
+    "connect": "network", "sendto": "network", "sendmsg": "network", "getsockopt": "network",
+    "open": "io", "openat": "io", "stat": "io", "newfstatat": "io", "statx": "io", "access": "io",
+    "faccessat": "io", "faccessat2": "io", "rename": "io", "renameat2": "io", "unlink": "io", "mkdir": "io",
+    "flock": "locks", "fcntl": "locks",
+}
+# an errno that says more than its syscall
+ERRNO_CATEGORY = {"EEXIST": "locks", "EAGAIN": None, "EWOULDBLOCK": None}
+
+# error words in an except clause, a loop's condition or a log line -> category (first match wins)
+ERROR_WORDS = [
+    (re.compile(r"FileExists|EEXIST|\.lock\b|lock ?file|locked|database is locked|sqlite3?\.OperationalError|"
+                r"Timeout\(?\s*$|BlockingIOError|EWOULDBLOCK", re.I), "locks"),
+    (re.compile(r"connect|connection|refused|socket|https?|urlopen|requests\.|urllib|timed? ?out|unreachable|"
+                r"getaddrinfo|gaierror|dns|grpc|redis|ECONN|EHOSTUNREACH|ENETUNREACH|503|502|429", re.I), "network"),
+    (re.compile(r"FileNotFound|No such file|ENOENT|os\.path\.(exists|isfile)|\.exists\(\)|EIO|ESTALE|"
+                r"disk|storage|OSError", re.I), "io"),
+    (re.compile(r"CalledProcessError|returncode|exit status", re.I), "subprocess"),
+]
+
+# a log line that reports a failure or a retry
+ERROR_LINE = re.compile(r"error|exception|traceback|refused|denied|timed? ?out|fail|retry|retrying|"
+                        r"unavailable|locked|cannot|could not|unable", re.I)
+
+
+def retry_library(stack):
+    """The retry helper a stack sleeps in, or None."""
+    for frame in stack or []:
+        for file_pattern, function, library in RETRY_FRAMES:
+            if re.search(file_pattern, frame[1] or "") and re.search(function, frame[0] or ""):
+                return library
+    return None
+
+
+def category_of_text(*texts):
+    for text in texts:
+        for pattern, category in ERROR_WORDS:
+            if text and pattern.search(text):
+                return category
+    return None

@@ -1,0 +1,63 @@
+"""A job that only retries a failing call is blocked on what the call needs, and makes no progress.
+
+Real workloads: a client whose connect() is refused (an except clause in its loop,
+logging each retry), one that polls `while s.connect_ex(addr):` silently, and a retry
+wrapper whose call sleeps one frame in before it times out.  The guard: a loop that
+sleeps by design (`while True: time.sleep(1)`) stays idle by design.
+"""
+import pytest
+
+from conftest import inspect_json
+from stalldiag.probes.syscall_counts import choose_backend
+
+
+def retry_finding(report):
+    return next((f for f in report["findings"] if f["kind"] == "retry-loop"), None)
+
+
+def assert_only_retries(report, category, *fragments):
+    verdict = report["verdict"]
+    assert verdict["category"] == category, verdict["summary"]
+    assert "retries between sleeps" in verdict["summary"], verdict["summary"]
+    for fragment in fragments:
+        assert fragment in verdict["summary"], verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen", verdict["progress"]
+    assert retry_finding(report) is not None
+
+
+def test_a_refused_connect_retried_in_a_loop_is_the_network(launch, tmp_path):
+    log = tmp_path / "client.log"
+    w = launch("retry_connect_refused.py", log, "100", settle=1.0)
+    report = inspect_json(w.pid, duration=2)
+    assert_only_retries(report, "network", "except ConnectionRefusedError", "connection refused, retrying")
+    assert report["verdict"]["tid"] == w.pid
+
+
+def test_the_exact_mode_counts_the_failed_calls_and_their_errno(launch, tmp_path):
+    backend, _tried = choose_backend()
+    if backend is None:
+        pytest.skip("no exact syscall backend here (strace, perf, bpftrace)")
+    w = launch("retry_connect_refused.py", tmp_path / "client.log", "100", settle=1.0)
+    report = inspect_json(w.pid, "--syscalls", "exact", duration=2)
+    assert_only_retries(report, "network", "connect() failed")
+    if report["capture"]["exact_syscalls"].get("errnos_known"):
+        assert "ECONNREFUSED" in report["verdict"]["summary"]
+
+
+def test_a_silent_poll_on_connect_ex_is_the_network(launch):
+    w = launch("poll_until_connect.py", settle=1.0)
+    report = inspect_json(w.pid, duration=2)
+    assert_only_retries(report, "network", "sock.connect_ex")
+
+
+def test_a_sleep_inside_a_call_its_caller_retries_is_a_retry(launch):
+    w = launch("retry_wrapper_timeout.py", settle=1.0)
+    report = inspect_json(w.pid, duration=2)
+    assert_only_retries(report, "network", "with_retry", "except TimeoutError")
+
+
+def test_a_loop_that_sleeps_by_design_is_not_a_retry(launch):
+    w = launch("sleep_loop.py")
+    report = inspect_json(w.pid, duration=2)
+    assert report["verdict"]["category"] == "sleep", report["verdict"]["summary"]
+    assert retry_finding(report) is None

@@ -1,0 +1,103 @@
+"""Run stalldiag on each reproduced hang of fixtures/repro/*_manifest.json and score the verdict.
+
+    python3 tools/run_repros.py [--duration S] [--out DIR] [--python VERSION] [id ...]
+
+Each reproduction (written by someone who saw neither stalldiag's code nor a
+list of its mechanisms, from a public issue thread it cites) is started from
+the checkout's root, left to settle for its settle_s, inspected with
+--children, then killed with its process group.  A row is right when the
+category is the manifest's truth.blocked_on, and "no progress" is said of a
+run whose truth is progress "none".  Reports are kept in --out for reading.
+"""
+import argparse
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from stalldiag.targets import descendants  # noqa: E402
+
+
+def manifests():
+    rows = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "fixtures", "repro", "*_manifest.json"))):
+        with open(path) as f:
+            rows.extend(json.load(f))
+    return rows
+
+
+def interpreter(version):
+    if not version or version == "%d.%d" % sys.version_info[:2]:
+        return sys.executable
+    prefix = subprocess.run(["pyenv", "prefix", version], capture_output=True, text=True).stdout.strip()
+    return os.path.join(prefix, "bin", "python3") if prefix else sys.executable
+
+
+def run_one(row, duration, out_dir, python=None):
+    argv = [interpreter(python or row.get("python")), os.path.join(ROOT, row["file"])]
+    popen = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        time.sleep(row.get("settle_s", 5))
+        if popen.poll() is not None:
+            return {"id": row["id"], "error": "exited with %s before the inspection" % popen.returncode}
+        out = os.path.join(out_dir, row["id"] + ".json")
+        proc = subprocess.run([sys.executable, "-m", "stalldiag", "inspect", str(popen.pid), "--children",
+                               "--duration", str(duration), "-o", out], capture_output=True, text=True,
+                              cwd=ROOT, timeout=duration + 120)
+        if proc.returncode != 0 or not os.path.exists(out):
+            return {"id": row["id"], "error": (proc.stderr or proc.stdout).strip()[-300:]}
+        with open(out) as f:
+            verdict = json.load(f)["verdict"]
+    finally:
+        tree = [popen.pid] + descendants(popen.pid)
+        for pid in tree:
+            try:
+                os.killpg(os.getpgid(pid), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        popen.wait()
+    truth = row["truth"]
+    progress_ok = truth.get("progress") != "none" or verdict["progress"]["state"] != "making progress"
+    return {"id": row["id"], "want": truth["blocked_on"], "got": verdict["category"],
+            "right": verdict["category"] == truth["blocked_on"] and progress_ok,
+            "progress": verdict["progress"]["state"], "progress_ok": progress_ok,
+            "summary": verdict["summary"], "cite": row.get("cite")}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--duration", type=float, default=5)
+    parser.add_argument("--out", default="/tmp/stalldiag-repro")
+    parser.add_argument("--python", default=None, help="run every reproduction under this pyenv version")
+    parser.add_argument("ids", nargs="*")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    rows = [r for r in manifests() if not args.ids or r["id"] in args.ids]
+    results = []
+    for row in rows:
+        result = run_one(row, args.duration, args.out, args.python)
+        results.append(result)
+        if "error" in result:
+            print("%-42s ERROR %s" % (result["id"], result["error"]), flush=True)
+        else:
+            print("%-42s %-5s want %-11s got %-11s %s | %s" % (
+                result["id"], "ok" if result["right"] else "MISS", result["want"], result["got"],
+                result["progress"], result["summary"][:160]), flush=True)
+    right = sum(1 for r in results if r.get("right"))
+    print("%d of %d right" % (right, len(results)))
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
