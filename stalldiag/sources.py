@@ -81,7 +81,7 @@ def _loop_handlers(lines, lineno, within):
         return None
     start = opener["line"]
     level = _indent(lines[start - 1])
-    handlers = []
+    handlers, tried, in_try = [], [], None
     for number in range(start, min(len(lines), start + 200)):
         text = lines[number]
         if not text.strip() or text.lstrip().startswith("#"):
@@ -89,9 +89,17 @@ def _loop_handlers(lines, lineno, within):
         if _indent(text) <= level:
             break   # the loop's body ends
         stripped = text.strip()
-        if stripped.startswith("except") and len(handlers) < MAX_HANDLERS:
+        if stripped == "try:":
+            in_try = _indent(text)
+        elif stripped.startswith("except") and len(handlers) < MAX_HANDLERS:
             handlers.append({"line": number + 1, "code": redact_text(stripped[:MAX_LINE])})
-    return {"line": start, "code": opener["code"], "handlers": handlers}
+            in_try = None
+        elif in_try is not None and _indent(text) > in_try and len(tried) < MAX_HANDLERS:
+            tried.append(redact_text(stripped[:MAX_LINE]))   # what the loop attempts
+    loop = {"line": start, "code": opener["code"], "handlers": handlers}
+    if handlers and tried:
+        loop["tried"] = tried
+    return loop
 
 
 def _absolute(filename, pid, cache):

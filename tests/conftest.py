@@ -72,6 +72,33 @@ def launch():
         popen.wait()
 
 
+def wait_for(predicate, timeout=30, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def children_of(pid):
+    with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+        return [int(c) for c in f.read().split()]
+
+
+def wchans(pid):
+    """The wchan of every thread of pid ('' for a thread that ended)."""
+    out = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
+                out.append(f.read())
+        except OSError:
+            out.append("")
+    return out
+
+
 def run_stalldiag(*args, timeout=120):
     proc = subprocess.run([sys.executable, "-m", "stalldiag"] + [str(a) for a in args],
                           capture_output=True, text=True, timeout=timeout, cwd=str(ROOT))

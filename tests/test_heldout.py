@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import WORKLOADS, inspect_json, process_of
+from conftest import WORKLOADS, children_of, inspect_json, process_of, wait_for
 
 pytestmark = pytest.mark.heldout
 
@@ -39,21 +39,6 @@ def summary_and_evidence(report):
 
 def progress_state(report):
     return report["verdict"]["progress"]["state"]
-
-
-def wait_for(predicate, timeout=30, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("timed out waiting for " + what)
-
-
-def children_of(pid):
-    with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-        return [int(c) for c in f.read().split()]
 
 
 def free_port():
@@ -118,7 +103,9 @@ def test_parent_waiting_for_child_that_fills_an_undrained_pipe(launch):
     report = inspect_json(w.pid, "--children", duration=3)
     verdict = report["verdict"]
     text = said(report)
-    assert verdict["category"] in ("subprocess", "locks"), verdict["summary"]
+    # a reader that joins its writer while the writer fills the pipe: the undrained pipe (issue 20:
+    # the mechanism decides before the cycle it makes), still said as a deadlock in the findings
+    assert verdict["category"] == "io", verdict["summary"]
     assert verdict["pid"] in (w.pid, child), verdict["summary"]
     assert "pipe" in text, text
     assert re.search(r"(pipe is full|full pipe|pipe .*full|not drain|never read|not read|undrained)", text), text

@@ -73,7 +73,7 @@ def waited_thread(g, view):
                     and word and futex_word(v) == word]
             return [Edge(view, view, "lock-holder", {"wants": lock_intent(view)["wants"], "frame": frame,
                                                      "held": entry, "self": True, "same": same})]
-        edges += lock_order_partner(g, view) + named_lock_holder(g, view)
+        edges += lock_order_partner(g, view) + named_lock_holder(g, view) + stream_writer(g, view)
         if not edges:
             edges += lock_waiters(g, view)
         if not edges:
@@ -93,7 +93,8 @@ def waited_thread(g, view):
     sleepers = sorted((v for v in others if v.kind in ("sleep", "poll") and v.user_frame() and not library_only(v)),
                       key=lambda v: -v.share)
     edges += [Edge(view, v, "sibling", {"doing": "sleep"}, guess=True) for v in sleepers]
-    if not edges and view.kind in THREAD_WAIT_KINDS and stuck(view):
+    if view.kind in THREAD_WAIT_KINDS and stuck(view):
+        # last: the walk reaches it only when every thread above is already on its chain
         orphan = orphaned_wait(g, view, co)
         if orphan:
             edges.append(orphan)
@@ -142,6 +143,19 @@ def named_lock_holder(g, view):
     return out
 
 
+def stream_writer(g, view):
+    """A thread stuck at a line that writes to a stream (print, .write, a logging call) waits
+    for the stream's lock (a buffered stream's, a logging handler's); the thread of its
+    process blocked in write() holds it (a full pipe, a slow disk)."""
+    codes = [(f[3] or {}).get("code") for f in (view.top_stack or [None])[:1] + [view.user_frame()]
+             if f and len(f) > 3 and isinstance(f[3], dict)]
+    if not stuck(view) or not any(frame_table.writes_to_stream(code) for code in codes):
+        return []
+    writers = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.kernel_kind in ("pipe", "io")
+               and any(label.startswith("write") for label in v.activity)]
+    return [Edge(view, v, "lock-holder", {"stream": True}) for v in writers]
+
+
 def lock_waiters_of(g, view):
     """Other threads stuck on locks with view (in its process, or on a lock shared between
     processes); [] when one of the process's threads runs (contention, not a deadlock)."""
@@ -172,8 +186,9 @@ def held_at_fork(g, view):
     fork() time, by a thread that exists only in the parent."""
     proc = g.procs.get(view.pid) or {}
     parent = g.procs.get(proc.get("ppid"))
-    if parent is None or not stuck(view) or shared_futex(view) or in_file_lock(view):
-        return None   # (a file lock is the kernel's, held by a process, not by a thread)
+    if parent is None or not stuck(view) or shared_futex(view) or in_file_lock(view) or not view.top_stack:
+        return None   # (a file lock is the kernel's, held by a process; without Python frames
+                      # nothing says which lock, and a native thread's futex is rarely one)
     others = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.n_samples]
     wants = lock_intent(view)["wants"]
     if any(wants and wants in lock_intent(o)["holds"] for o in others):
@@ -308,10 +323,22 @@ def tcp_peer(g, view):
     for target in waited_targets(view):
         pids = set(g.other_end(target, g.tcp_peers)) | set(g.waker_pids(view, target))
         for pid in sorted(pids - {view.pid}):
-            thread = g.thread_on(pid, g.peer_targets(target))
-            if thread is not None:
+            peers = g.peer_targets(target)
+            thread = g.thread_on(pid, peers)
+            if thread is None:
+                continue
+            serving = set(waited_targets(thread)) & set(peers)
+            if serving or g.halted(thread) or thread.kind in WORKING_KINDS:
                 out.append(Edge(view, thread, "peer", {"via": "tcp", "target": target}, process=True))
+            else:
+                # it holds the other end, but nothing of it reads or works: it does not answer
+                said = Finding.about("peer-not-serving", view, waiter=view, target=target, peer=pid, peer_thread=thread)
+                out.append(Edge(view, None, "peer-not-serving", {"target": target, "peer": pid}, findings=[said]))
     return out
+
+
+# what a thread does when it is working, not waiting: a peer busy so is the one to follow
+WORKING_KINDS = ("cpu", "io", "compile", "cuda", "gpu")
 
 
 def lost_pool_task(g, view):

@@ -232,7 +232,17 @@ def retry_loop(g, retrier, where, loop, handlers, library, failures, lines, cate
     return text
 
 
+def peer_not_serving(g, waiter, target, peer, peer_thread):
+    from .explain import detail_text
+    from .verdict import _doing
+    return ("%s waits to receive on %s; %s holds the other end, but no thread of it waits on that connection "
+            "or works (%s is %s): it is not answering" % (
+                waiter.label, detail_text(waiter.top_detail()) or target, proc_text(g.procs.get(peer), peer),
+                peer_thread.label, _doing(peer_thread)))
+
+
 SAY = {
+    "peer-not-serving": peer_not_serving,
     "retry-loop": retry_loop,
     "lock-holder": lock_holder,
     "likely-deadlock": likely_deadlock,

@@ -196,10 +196,18 @@ def assess(capture, views, gpus, halted=()):
             and (v.kind in ("cpu", "compile", "dataloader") or v.state is not None and v.state.condition == "computing")
             and v.user_frame() and (v.state is None or v.state.progressing)
             and v.cpu_seconds / duration >= (THROTTLED_WORK if _throttled(v) else CPU_WORK)]
-    for view in busy[:4]:
+    frozen = [v for v in busy if frozen_stack(v)]
+    for view in [v for v in busy if v not in frozen][:4]:
         progress = True
         evidence.append("%s did %.1f s of CPU work in %.1f s%s" % (
             view.label, view.cpu_seconds, duration, " (slowly: throttled)" if _throttled(view) else ""))
+    for view in frozen[:4]:
+        frame = view.top_stack[0] if view.top_stack else None
+        evidence.append("%s burned %.1f s of CPU in %.1f s inside one call whose stack never moved in %d samples "
+                        "(%s:%s): a runaway call (a regular expression backtracking, a C loop) or one very long "
+                        "computation, not counted as progress" % (
+                            view.label, view.cpu_seconds, duration, view.n_stack_samples,
+                            frame[0] if frame else "?", frame[2] if frame else "?"))
     for dev in gpus.values():
         if dev.util is None or dev.util < GPU_WORK or dev.looks_hung:
             continue
@@ -217,6 +225,16 @@ def assess(capture, views, gpus, halted=()):
     if not evidence:
         evidence.append("no CPU work in user code, no GPU work, no file advancing or growing")
     return {"state": state, "evidence": evidence}
+
+
+FROZEN_SAMPLES = 3   # stack samples, all the same to the line, that make a CPU-bound stack "frozen"
+
+
+def frozen_stack(view):
+    """A computing thread whose Python stack, to the line, was the same in every one of at least
+    FROZEN_SAMPLES samples: one call held it the whole window (the same test as watch's "CPU but
+    the stacks did not move").  Compiling is exempt: one compile step can take that long."""
+    return view.kind != "compile" and view.n_stack_samples >= FROZEN_SAMPLES and len(view.stacks_by_count()) == 1
 
 
 def _throttled(view):

@@ -29,7 +29,8 @@ def retrying(capture, view):
         return None
     return {"where": frame, "loop": loop or None, "handlers": handlers, "library": library,
             "failures": failures, "lines": lines,
-            "category": _category(failures, handlers, loop.get("code"), lines, library)}
+            "category": _category(failures, handlers + list(loop.get("tried") or []), loop.get("code"), lines,
+                                  library)}
 
 
 def _retrying_loop(view, depth=4):
@@ -83,15 +84,19 @@ def error_lines(capture, pid):
 
 
 def _category(failures, handlers, loop_code, lines, library):
+    """The failing calls' category; when several calls fail, the one the loop's own text (its
+    except clauses, what it tries, the error it logs) is about."""
+    calls = []
     for name, _n, errnos in failures:
-        for errno in errnos:
-            if table.ERRNO_CATEGORY.get(errno):
-                return table.ERRNO_CATEGORY[errno]
-        if name in table.CALL_CATEGORY:
-            return table.CALL_CATEGORY[name]
-    found = table.category_of_text(*(handlers + [loop_code] + list(reversed(lines))))
-    if found:
-        return found
-    if library and library != "tenacity" and library != "backoff":
+        named = [table.ERRNO_CATEGORY[e] for e in errnos if table.ERRNO_CATEGORY.get(e)]
+        found = named[0] if named else table.CALL_CATEGORY.get(name)
+        if found and found not in calls:
+            calls.append(found)
+    text = table.category_of_text(*(handlers + [loop_code] + list(reversed(lines))))
+    if text and (text in calls or not calls):
+        return text
+    if calls:
+        return calls[0]
+    if library and library not in ("tenacity", "backoff"):
         return "network"   # urllib3, huggingface_hub, redis-py, google, botocore retry requests
     return None

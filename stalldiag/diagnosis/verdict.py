@@ -139,14 +139,17 @@ def undrained_pipe(d):
         if edge is None or edge.kind != "peer" or edge.facts.get("via") != "pipe" or edge.waker is None:
             continue
         writer, reader = edge.waiter, edge.waker
-        if writer.kind != "pipe" or not any(label.startswith("write") for label in writer.activity) \
-                or reader.kind in ("cpu", "compile", "io"):
-            continue
+        if not _writes_pipe(writer) or reader.kind in ("cpu", "compile", "io") or _writes_pipe(reader):
+            continue   # (a reader blocked writing a pipe of its own is the other half of a deadlock)
         detail = writer.top_detail() or {}
         fd = detail.get("fd") if isinstance(detail, dict) else None
         if fd and fd.get("target") in ((d.procs.get(reader.pid) or {}).get("endpoints") or {}):
             return writer, fd, reader
     return None
+
+
+def _writes_pipe(view):
+    return view.kind == "pipe" and any(label.startswith("write") for label in view.activity)
 
 
 def _proc_text(d, pid):

@@ -88,6 +88,16 @@ def own_frames(stack):
     return stack or []
 
 
+# A line that writes to a stream: Python's buffered streams (sys.stdout, sys.stderr, files) and
+# logging's handlers take a lock around the write, which the thread blocked in write() holds.
+STREAM_WRITE = re.compile(r"\bprint\(|\.write\(|\.writelines\(|\.flush\(|"
+                          r"\b\w*(log|logger|logging|LOG)\.(debug|info|warning|warn|error|exception|critical|log)\(")
+
+
+def writes_to_stream(code):
+    return bool(code and STREAM_WRITE.search(code))
+
+
 QUEUE_JOIN = ((r"(^|/)queue\.py$", r"^(Queue\.)?join$"),)
 
 

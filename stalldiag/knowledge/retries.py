@@ -37,14 +37,15 @@ CALL_CATEGORY = {
 # an errno that says more than its syscall
 ERRNO_CATEGORY = {"EEXIST": "locks", "EAGAIN": None, "EWOULDBLOCK": None}
 
-# error words in an except clause, a loop's condition or a log line -> category (first match wins)
+# error words in an except clause, the lines it tries, a loop's condition or a log line -> category
+# (first match wins; OSError says nothing: sockets, files and pipes all raise it)
 ERROR_WORDS = [
     (re.compile(r"FileExists|EEXIST|\.lock\b|lock ?file|locked|database is locked|sqlite3?\.OperationalError|"
                 r"Timeout\(?\s*$|BlockingIOError|EWOULDBLOCK", re.I), "locks"),
     (re.compile(r"connect|connection|refused|socket|https?|urlopen|requests\.|urllib|timed? ?out|unreachable|"
                 r"getaddrinfo|gaierror|dns|grpc|redis|ECONN|EHOSTUNREACH|ENETUNREACH|503|502|429", re.I), "network"),
     (re.compile(r"FileNotFound|No such file|ENOENT|os\.path\.(exists|isfile)|\.exists\(\)|EIO|ESTALE|"
-                r"disk|storage|OSError", re.I), "io"),
+                r"disk|storage", re.I), "io"),
     (re.compile(r"CalledProcessError|returncode|exit status", re.I), "subprocess"),
 ]
 

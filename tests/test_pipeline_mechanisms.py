@@ -1,0 +1,62 @@
+"""Mechanisms the reproduced hangs of issue 20 showed missing, each on a workload of its own.
+
+(The reproductions themselves run in tests/test_repro_hangs.py.)
+"""
+import pytest
+
+from conftest import children_of, inspect_json, wait_for, wchans
+
+try:
+    import torch  # noqa: F401
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+
+
+def kinds(report):
+    return {f["kind"] for f in report["findings"]}
+
+
+def test_cpu_in_one_call_whose_stack_never_moves_is_not_progress(launch):
+    w = launch("runaway_regex.py", settle=1.0)
+    report = inspect_json(w.pid, duration=5)     # enough stack samples under load (3 at the least)
+    verdict = report["verdict"]
+    assert verdict["category"] == "cpu" and verdict["thread_name"] == "header-parser", verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen", verdict["progress"]
+    assert any("stack never moved" in e for e in verdict["progress"]["evidence"]), verdict["progress"]
+
+
+def test_a_thread_waiting_to_print_behind_a_writer_on_a_full_pipe_is_the_pipe(launch):
+    w = launch("stderr_full_two_threads.py", settle=1.5)
+    (worker,) = children_of(w.pid)
+    wait_for(lambda: any("pipe_write" in w for w in wchans(worker)), what="a worker thread in pipe write")
+    report = inspect_json(w.pid, "--children", duration=3)
+    verdict = report["verdict"]
+    assert verdict["category"] == "io", verdict["summary"]
+    assert verdict["summary"].startswith("Blocked writing output") and "stderr" in verdict["summary"]
+    assert verdict["pid"] == w.pid, verdict["summary"]          # the parent that does not read
+    assert "lock-held-at-fork" not in kinds(report)
+
+
+def test_waiting_for_a_child_before_reading_its_output_is_the_undrained_pipe(launch):
+    w = launch("wait_before_reading_output.py", settle=1.0)
+    report = inspect_json(w.pid, "--children", duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "io", verdict["summary"]
+    assert verdict["summary"].startswith("Blocked writing output") and "its stdout, a pipe" in verdict["summary"]
+    assert verdict["pid"] == w.pid, verdict["summary"]
+    assert "deadlock" in kinds(report)                            # the cycle is still said
+    assert verdict["progress"]["state"] == "no progress seen"
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch (CPU build)")
+def test_spawned_ranks_without_rank_variables_are_ranks(launch, tmp_path):
+    w = launch("spawn_ranks_no_env.py", tmp_path / "init", settle=2.0)
+    report = inspect_json(w.pid, "--children", duration=3)
+    verdict = report["verdict"]
+    roles = {p["pid"]: p["role"] for p in report["processes"]}
+    assert roles[w.pid] == "launcher", roles
+    assert sorted(r for r in roles.values() if r.startswith("rank ")) == ["rank 0", "rank 1"], roles
+    assert verdict["category"] == "collective", verdict["summary"]
+    assert roles[verdict["pid"]] == "rank 1" and "prepare_shard" in verdict["summary"], verdict["summary"]
+    assert "unnumbered-ranks" in kinds(report)
