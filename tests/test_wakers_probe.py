@@ -203,3 +203,34 @@ def test_file_wait_mountinfo_resolution_on_tmpfs(tmp_path):
     assert by_fd == by_path and by_fd["mountpoint"] == "/dev/shm" and by_fd["fstype"] == "tmpfs"
     st = os.stat("/dev/shm")
     assert by_fd["dev"] == "%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev))
+
+
+# --- the verdict follows what the probe resolved -------------------------------------------------
+
+def _verdict(pid, tmp_path):
+    from stalldiag.capture import load_report
+    from stalldiag.report import build_report
+    _inspect(pid, tmp_path)
+    return build_report(load_report(str(tmp_path / "out.json")))
+
+
+def test_the_verdict_says_why_a_fifo_readers_waker_cannot_be_seen(launch, tmp_path):
+    fifo = tmp_path / "feed.fifo"
+    launch("wakers_fifo.py", fifo, tmp_path / "pid", "nowriter", settle=0.5)
+    report = _verdict(_pid_from(tmp_path / "pid"), tmp_path)
+    unseen = [f["summary"] for f in report["findings"] if f["kind"] == "waker-unseen"]
+    assert report["verdict"]["category"] == "io", report["verdict"]["summary"]
+    assert any(str(fifo) in s and "no process on the host holds the other end" in s for s in unseen), unseen
+
+
+def test_a_read_on_a_slow_fuse_mount_leads_to_its_server(launch, tmp_path, fuse_mount):
+    server = launch("wakers_fuse.py", "serve", fuse_mount, settle=0.2)
+    if server.popen.poll() is not None:
+        pytest.skip("the FUSE mount was refused here")
+    reader = launch("wakers_fuse.py", "read", fuse_mount, settle=0.3)
+    report = _verdict(reader.pid, tmp_path)
+    chain = report["chain"]
+    assert [c["pid"] for c in chain] == [reader.pid, server.pid], report["chain_text"]
+    assert report["verdict"]["category"] == "io", report["verdict"]["summary"]
+    mounts = [f["summary"] for f in report["findings"] if f["kind"] == "mount"]
+    assert any("fuse.slowfuse" in s and "served by pid %d" % server.pid in s for s in mounts), mounts

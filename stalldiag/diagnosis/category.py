@@ -73,6 +73,7 @@ BOUNDARIES = {
     "lock": ("locks", "a lock"),
     "file-lock": ("locks", "a file lock"),
     "compile": ("compilation", "compilation"),
+    "file-server": ("io", "a file system served by a process (FUSE)"),
 }
 
 # findings that are the mechanism by themselves -> category
@@ -113,8 +114,8 @@ def boundary_of(d, walk):
             return ("rendezvous" if view.kind == "rendezvous" else "collective"), index
         if edge.kind == "child":
             return "child", index
-        if edge.kind == "file-lock":
-            return "file-lock", index
+        if edge.kind in ("file-lock", "file-server"):
+            return edge.kind, index
         if edge.kind in ("lock-holder", "lock-waiter") or (edge.kind == "sibling" and view.kind == "lock"):
             if python_lock_wait(view, nxt):
                 return "lock", index

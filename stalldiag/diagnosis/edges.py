@@ -262,13 +262,26 @@ def file_lock_holder(g, view):
 
 
 def waited_file(g, view):
-    """A sleep/poll loop on a lock or marker file: whoever holds or has the file open."""
+    """A sleep/poll loop on a lock or marker file: whoever holds or has the file open.  A read
+    from a filesystem served from user space (FUSE): the process serving it."""
     wait = g.file_waits.get((view.pid, view.tid))
     if not wait:
-        return []
+        return file_server(g, view)
     pids = [p for p in (wait.get("flock_holders") or []) + (wait.get("open_by") or []) if p != view.pid]
     threads = [g.most_telling_thread(pid) for pid in dict.fromkeys(pids)]
     return [Edge(view, t, "file-holder", {"path": wait.get("path")}, process=True) for t in threads if t]
+
+
+def file_server(g, view):
+    """The FUSE daemon serving the mount a thread's file wait is on (the waker probe's mount)."""
+    out = []
+    for record in g.wakers.get((view.pid, view.tid), []):
+        mount = record.get("mount") or {}
+        for server in mount.get("served_by") or []:
+            thread = g.most_telling_thread(server.get("pid")) if server.get("pid") in g.procs else None
+            if thread is not None and thread.pid != view.pid:
+                out.append(Edge(view, thread, "file-server", {"mount": mount}, process=True))
+    return out
 
 
 def waited_child(g, view):

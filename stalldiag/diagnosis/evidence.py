@@ -209,6 +209,33 @@ class _NoView:
     kind = None
 
 
+def unseen_wakers(d, views):
+    """Waits of the chain whose waker the probe could not see, and why (the other end on another
+    host, nobody holding the write end, a set that cannot be read), and the mount a file wait
+    is on: what a reader needs when the walk had to stop there."""
+    said = set()
+    for view in views:
+        for record in d.wakers.get((view.pid, view.tid), []):
+            key = (record.get("wait"), record.get("target"))
+            if key in said:
+                continue
+            if record.get("why_unseen"):
+                said.add(key)
+                d.findings.append(finding("waker-unseen", "%s waits on %s (%s): its waker cannot be seen: %s" % (
+                    view.label, record.get("target") or record.get("wait"), record.get("syscall") or record.get("wait"),
+                    record["why_unseen"]), view))
+            mount = record.get("mount")
+            if mount and mount.get("fstype"):
+                said.add(key)
+                served = ", ".join("pid %s (%s)" % (s.get("pid"), s.get("comm")) for s in mount.get("served_by") or [])
+                d.findings.append(finding("mount", "%s waits on %s, on %s (%s from %s%s)%s" % (
+                    view.label, record.get("target"), mount.get("mountpoint"), mount.get("fstype"),
+                    mount.get("source") or "?", ", server %s" % mount["server"] if mount.get("server") else "",
+                    "; served by %s" % served if served else ""), view))
+                if record.get("kernel_stack"):
+                    d.findings[-1]["summary"] += "; kernel stack: %s" % " < ".join(record["kernel_stack"][:6])
+
+
 def event_loop_blocked(d, view):
     """A thread that runs an asyncio event loop, held all window in one step (a synchronous
     sleep, read or computation inside a coroutine): no other task of the loop runs."""
