@@ -81,3 +81,28 @@ def test_a_decisive_root_beats_every_boundary_and_a_weak_one_yields():
                 assert got == (category, words if link_category != category else None), (kind, link)
             else:
                 assert got == (link_category, None), (kind, link)
+
+
+# capture -> the edge kinds the walk took (focus excluded), and how it ended
+EDGES = [
+    ("deadlock", ["lock-holder"], "lock-holder"),           # a cycle of two lock-holder edges
+    ("lock_holder_slow_disk", ["lock-holder"], None),
+    ("gil_held_by_regex", ["gil"], None),
+    ("flock_held_outside", ["file-lock"], None),
+    ("thread_join", ["sibling"], None),
+    ("wait_child", ["child"], None),
+    ("child_shell_slow_reader", ["child", "child"], None),
+    ("mp_connection", ["peer"], None),
+    ("dataloader_slow_io", ["workers"], None),
+    ("gloo_hang", ["rank"], None),
+    ("gpu_straggler", ["straggler"], None),
+    ("fork_under_mp_lock", ["child"], "lock-holder"),       # the child's lock edge closes the cycle
+]
+
+
+@pytest.mark.parametrize("name,edges,end", EDGES, ids=[e[0] for e in EDGES])
+def test_the_walk_takes_the_edges_of_its_kind(name, edges, end):
+    report = replay(name)
+    assert report["chain"][0]["edge"] is None
+    assert [step["edge"] for step in report["chain"][1:]] == edges, report["chain_text"]
+    assert report["verdict"]["walk_end"] == end, report["verdict"]

@@ -65,6 +65,9 @@ def diagnose(capture):
         "thread_name": culprit.name,
         "confidence": confidence,
         "evidence": evidence,
+        # how the walk ended: None (no edge out of the culprit), a terminal edge's kind, or the
+        # kind of the edge that closed a cycle
+        "walk_end": d.walk.end.kind if d.walk.end is not None else None,
     }
     general_findings(d)
     _progress(d, verdict, focus)
@@ -147,7 +150,9 @@ def _result(d, verdict):
         "findings": d.findings,
         "roles": {str(pid): role for pid, role in d.roles.items()},
         "chain": [{"pid": v.pid, "tid": v.tid, "name": v.name, "kind": v.kind,
-                   "role": d.roles.get(v.pid), "text": _step_text(d, v)} for v in d.chain],
+                   "role": d.roles.get(v.pid), "text": _step_text(d, v),
+                   "edge": edge.kind if edge is not None else None}
+                  for v, edge in zip(d.chain, d.walk.into if d.walk else [None] * len(d.chain))],
         "chain_text": " → ".join(_step_text(d, v) for v in d.chain) + _resource_text(d),
         "ranks": _ranks(d),
         "threads": threads,
