@@ -60,3 +60,12 @@ def test_spawned_ranks_without_rank_variables_are_ranks(launch, tmp_path):
     assert verdict["category"] == "collective", verdict["summary"]
     assert roles[verdict["pid"]] == "rank 1" and "prepare_shard" in verdict["summary"], verdict["summary"]
     assert "unnumbered-ranks" in kinds(report)
+
+
+def test_a_signal_handler_reentering_queue_put_is_a_self_deadlock(launch):
+    w = launch("signal_reenters_queue.py", settle=2.0)
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks" and verdict["tid"] == w.pid, verdict["summary"]
+    assert verdict["summary"].startswith("Self-deadlock by re-entry") and "Queue.put" in verdict["summary"]
+    assert verdict["walk_end"] == "lock-holder"

@@ -61,6 +61,9 @@ def joined(g, view):
 def waited_thread(g, view):
     """The thread a lock, queue, event or future waiter most likely waits on."""
     edges = []
+    again = reentered(view) if stuck(view) else None
+    if again and not any(holds_same(v, again.facts["wants"], view) for v in g.by_pid.get(view.pid, []) if v is not view):
+        return [again]
     if view.kind == "lock":
         edges += gil_holder(g, view) or file_lock_holder(g, view)
         if edges:
@@ -99,6 +102,35 @@ def waited_thread(g, view):
         if orphan:
             edges.append(orphan)
     return edges
+
+
+def reentered(view):
+    """A thread waiting to take a lock in a function that an outer frame of its own is inside,
+    holding the same lock by name: the code was re-entered (a signal handler, a callback that
+    logs into the queue it interrupted) and a Lock is not reentrant.  Library frames count:
+    Queue.put inside Queue.put is the usual shape."""
+    from .graph import LOCK_NAME
+    stack = frame_table.own_frames(view.top_stack)
+    for depth, inner in enumerate(stack[:4]):
+        source = inner[3] if len(inner) > 3 and isinstance(inner[3], dict) else {}
+        match = LOCK_NAME.match(source.get("code") or "")
+        if not match:
+            continue
+        for outer in stack[depth + 1:]:
+            held = outer[3] if len(outer) > 3 and isinstance(outer[3], dict) else {}
+            if (outer[0], outer[1]) != (inner[0], inner[1]):
+                continue
+            # inside the outer call's `with X:` block, or at its `with X:` line with frames above
+            # it: interrupted in __enter__, once the lock was taken (a handler runs between
+            # bytecodes; no other thread holds it: the caller checks)
+            at_line = [{"line": outer[2], "code": held.get("code")}] if held.get("code") else []
+            opener = next((w for w in (held.get("within") or []) + at_line if LOCK_NAME.match(w.get("code") or "")
+                           and LOCK_NAME.match(w["code"]).group(1) == match.group(1)), None)
+            if opener:
+                return Edge(view, view, "lock-holder", {"wants": match.group(1), "frame": outer, "held": opener,
+                                                        "self": True, "reentered": inner})
+        return None
+    return None
 
 
 def gil_holder(g, view):

@@ -177,6 +177,13 @@ def _lock_name(edge):
 
 def _self_deadlock(view, edge):
     wants, frame, held = edge.facts["wants"], edge.facts["frame"], edge.facts["held"]
+    inner = edge.facts.get("reentered")
+    if inner:
+        return ("self-deadlock by re-entry: %s waits for `%s` in %s (%s:%d), called again while an outer call of "
+                "it holds `%s` (`%s`, line %d): the same lock when both calls are on the same object (a signal "
+                "handler or a callback run inside the outer call), and a threading.Lock is not reentrant" % (
+                    view.label, wants, inner[0], (inner[1] or "?").rsplit("/", 1)[-1], inner[2], wants,
+                    code_text(held["code"]), held["line"]))
     same = edge.facts.get("same") or []
     return ("self-deadlock: %s waits for `%s`, which it already holds (%s, line %d, in %s): a threading.Lock is not "
             "reentrant, so nothing can release it%s" % (

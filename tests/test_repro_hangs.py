@@ -1,0 +1,36 @@
+"""The reproductions of hangs reported in public issue trackers (fixtures/repro/), each run for real.
+
+Written by helpers who saw neither stalldiag's code nor a list of its mechanisms; each cites its
+thread and says in its manifest what the run is blocked on.  A row passes when the verdict's
+category is the manifest's, and a run that makes no progress is not said to.  tools/run_repros.py
+runs the same rows by hand and keeps the reports.
+"""
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+import run_repros  # noqa: E402
+
+ROWS = run_repros.manifests()
+
+
+def _needs(row):
+    if "torch" in open(os.path.join(run_repros.ROOT, row["file"])).read():
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            return "needs torch"
+    return None
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
+def test_reproduced_hang(row, tmp_path):
+    reason = _needs(row)
+    if reason:
+        pytest.skip(reason)
+    result = run_repros.run_one(row, 4, str(tmp_path))
+    assert "error" not in result, result.get("error")
+    assert result["got"] == result["want"], "%s (%s): %s" % (row["id"], row["cite"], result["summary"])
+    assert result["progress_ok"], "%s: %s" % (row["id"], result["progress"])
