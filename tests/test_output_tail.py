@@ -6,11 +6,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
-from conftest import WORKLOADS, run_stalldiag
+from conftest import WORKLOADS, run_stalldiag, wait_for
 from stalldiag.probes import output_tail
 from stalldiag.probes.syscall_counts import BACKENDS
 from stalldiag.render import render
@@ -34,15 +33,6 @@ def spawn():
         except ProcessLookupError:
             pass
         popen.wait()
-
-
-def wait_for(predicate, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 def text_of(path):
