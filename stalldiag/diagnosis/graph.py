@@ -165,20 +165,20 @@ class WaitGraph:
         presence = min(1.0, view.n_samples / self.window_samples) if self.window_samples else 1.0
         return ACTIVITY_RANK.get(view.kind, 0) * view.share * presence
 
-    def main_thread(self, pid, exclude=()):
-        views = [v for v in self.by_pid.get(pid, []) if (v.pid, v.tid) not in exclude]
+    def main_thread(self, pid):
+        views = self.by_pid.get(pid, [])
         main = [v for v in views if v.is_main and (v.n_samples or v.n_stack_samples)]
         if main:
             return main[0]
         sampled = sorted(views, key=lambda v: -(v.n_samples + v.n_stack_samples))
         return sampled[0] if sampled else None
 
-    def most_telling_thread(self, pid, seen=()):
+    def most_telling_thread(self, pid):
         """The thread of pid doing the most telling thing (compiling > computing > I/O > ...)."""
-        views = [v for v in self.by_pid.get(pid, []) if (v.pid, v.tid) not in seen and v.n_samples]
+        views = [v for v in self.by_pid.get(pid, []) if v.n_samples]
         if not views:
             return None
-        main = self.main_thread(pid, seen)
+        main = self.main_thread(pid)
         if main is not None and self.halted(main):
             return main
         best = max(views, key=lambda v: (self.weight(v), v.is_main))
