@@ -183,22 +183,6 @@ def file_facts(pid, fd, kind):
     return facts
 
 
-def describe_target(info):
-    """One short human string for a described fd."""
-    if not info:
-        return ""
-    kind = info.get("kind")
-    if kind in ("socket", "network") and info.get("remote"):
-        state = (" " + info["state"]) if info.get("state") else ""
-        return "%s %s -> %s%s" % (info.get("proto", "socket"), info.get("local"), info.get("remote"), state)
-    if kind == "unix":
-        return "unix socket %s" % (info.get("path") or info.get("target"))
-    if kind == "file" and info.get("size"):
-        pct = 100.0 * info.get("pos", 0) / info["size"] if info["size"] else 0
-        return "%s (at %.0f%% of %d bytes)" % (info["target"], pct, info["size"])
-    return str(info.get("target"))
-
-
 # --- unix socket peers ---------------------------------------------------------
 # /proc/net/unix does not say which socket is connected to which; the kernel's
 # sock_diag netlink interface does (what `ss -x` uses).  One dump per capture.

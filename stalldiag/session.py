@@ -210,6 +210,7 @@ class Inspection:
             request={"pid": self.pid, "children": self.children, "duration_s": self.duration,
                      "rate_hz": self.rate, "stack_rate_hz": self.stack_rate, "native": self.native},
             window={"start": wall_start, "duration_s": round(elapsed, 3), "samples": sampler.ticks,
+                    "clock_tick": procfs.CLK_TCK,   # the unit of start_time and CPU ticks
                     "rate_hz": round(effective_rate, 2), "stack_rate_hz": stacks.rate,
                     "interrupted": interrupted},
             records=sampler.records,

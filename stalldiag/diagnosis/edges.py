@@ -28,7 +28,6 @@ Edge kinds:
 from collections import Counter
 
 from ..knowledge import frames as frame_table
-from ..procfs import CLK_TCK   # the unit of a process's start_time
 from .gpu import devices_of
 from .graph import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, co_waiter, futex_word, held_locks,
                     holds_same, idle_helper, in_file_lock, library_only, lock_intent, self_held, shared_futex,
@@ -392,9 +391,10 @@ def lost_pool_task(g, view):
     workers = [(p, g.main_thread(p["pid"])) for p in g.live_children(view.pid)]
     if not workers or not all(t is not None and frame_table.idle_pool_worker(t.top_stack) for _p, t in workers):
         return None
+    tick = (g.capture.get("window") or {}).get("clock_tick") or 100   # the unit of start_time
     starts = sorted((p.get("start_time") or 0, p["pid"]) for p, _t in workers)
-    late = [(pid, (start - starts[0][0]) / CLK_TCK) for start, pid in starts[1:]
-            if start - starts[0][0] >= REPLACEMENT_GAP_S * CLK_TCK]
+    late = [(pid, (start - starts[0][0]) / tick) for start, pid in starts[1:]
+            if start - starts[0][0] >= REPLACEMENT_GAP_S * tick]
     return Edge(view, None, "lost-task", findings=[Finding.about("lost-task", view, waiter=view, workers=len(workers),
                                                                  replacements=late)])
 

@@ -155,7 +155,7 @@ def gpu_evidence(d, focus, culprit, category, evidence):
     for dev in d.gpus.values():
         slow = dev.clock_reasons & (0x8 | 0x40 | 0x80)
         if slow:
-            from ..probes.gpu import reasons_text
+            from ..knowledge.gpu import reasons_text
             d.findings.append(finding("gpu-throttled", "GPU %d clocks slowed by %s" % (
                 dev.index, ", ".join(reasons_text(slow)))))
     return phrase
@@ -166,7 +166,7 @@ def _rank_label(d, pid):
 
 
 def _missing_ranks(d):
-    from ..redact import RANK_VARS, WORLD_SIZE_VARS, first_var
+    from ..knowledge.ranks import RANK_VARS, WORLD_SIZE_VARS, first_var
     seen, world = set(), None
     for proc in d.procs.values():
         rank = first_var(proc.get("env"), RANK_VARS)

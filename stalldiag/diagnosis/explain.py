@@ -1,7 +1,6 @@
 """Evidence sentences: how a thread spent the window, in numbers a reader can check."""
 import os
 
-from ..fds import describe_target
 
 
 def pct(share):
@@ -76,3 +75,19 @@ def describe_thread(view):
 def process_text(proc, limit=100):
     cmd = " ".join(proc.get("cmdline") or []) or proc.get("comm") or "?"
     return "pid %d (%s)" % (proc["pid"], " ".join(cmd.split())[:limit])
+
+
+def describe_target(info):
+    """One short human string for a described fd."""
+    if not info:
+        return ""
+    kind = info.get("kind")
+    if kind in ("socket", "network") and info.get("remote"):
+        state = (" " + info["state"]) if info.get("state") else ""
+        return "%s %s -> %s%s" % (info.get("proto", "socket"), info.get("local"), info.get("remote"), state)
+    if kind == "unix":
+        return "unix socket %s" % (info.get("path") or info.get("target"))
+    if kind == "file" and info.get("size"):
+        pct = 100.0 * info.get("pos", 0) / info["size"] if info["size"] else 0
+        return "%s (at %.0f%% of %d bytes)" % (info["target"], pct, info["size"])
+    return str(info.get("target"))

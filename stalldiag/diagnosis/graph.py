@@ -14,7 +14,7 @@ import re
 from ..knowledge import frames as frame_table
 from ..knowledge.frames import LOCK_ACQUIRE
 from ..knowledge.processes import match_process, runs_distributed
-from ..redact import RANK_VARS, first_var
+from ..knowledge.ranks import RANK_VARS, first_var
 from .gpu import device_summaries, devices_of
 from .progress import stuck
 from .state import RUNNING_SHARE, classify, process_condition

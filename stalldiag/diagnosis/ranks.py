@@ -7,7 +7,7 @@ times, so host clocks do not matter).
 """
 from collections import Counter
 
-from ..redact import LOCAL_RANK_VARS, first_var
+from ..knowledge.ranks import LOCAL_RANK_VARS, first_var
 from .explain import frame_text
 from .gpu import devices_of
 

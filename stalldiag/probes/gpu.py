@@ -26,12 +26,6 @@ GPM_METRICS = {
     "graphics_util": 1,    # NVML_GPM_METRIC_GRAPHICS_UTIL: % time any engine active
 }
 
-CLOCK_EVENT_REASONS = {
-    0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap",
-    0x8: "hw_slowdown", 0x10: "sync_boost", 0x20: "sw_thermal_slowdown",
-    0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting",
-}
-
 XID_EVENT = 0x8  # nvmlEventTypeXidCriticalError
 # Where a loaded NVIDIA driver shows (a container gets them from the NVIDIA runtime; WSL2
 # has /dev/dxg): with none of them NVML cannot work, and is not loaded.
@@ -52,10 +46,6 @@ def _try(fn, *args, default=None):
         return fn(*args)
     except Exception:
         return default
-
-
-def reasons_text(mask):
-    return [name for bit, name in CLOCK_EVENT_REASONS.items() if mask and mask & bit]
 
 
 class GpuProbe:
