@@ -169,7 +169,7 @@ class Watcher:
                 armed = False
 
     def report(self):
-        from .cli import failed_message, render_all, write_report
+        from .output import failed_message, render_all, write_report
         from .report import build_report_or_fallback
         from .session import Inspection
         from .targets import check_target
