@@ -7,7 +7,7 @@ their stacks.  Only shapes are compared, never timestamps, so differences
 between host clocks do not matter.
 """
 from .capture import load_report
-from .diagnosis.ranks import group, suspects
+from .diagnosis import rank_groups_of as group, suspect_ranks as suspects
 from .report import build_report
 
 

@@ -2,9 +2,7 @@
 import os
 import sys
 
-from .diagnosis import diagnose
-from .diagnosis.gpu import devices_of, visible_devices
-from .diagnosis.progress import file_changes, stdio_changes
+from .diagnosis import devices_of, diagnose, file_changes, stdio_changes, visible_devices
 
 
 def build_report(capture):

@@ -50,3 +50,12 @@ def test_edges_are_data_the_same_in_any_order_and_change_no_view(path):
     for view in forward.views:
         for edge in edge_finders.find(forward, view):
             assert not any(isinstance(v, str) and len(v) > 80 for v in edge.facts.values()), edge.facts
+
+
+def test_reports_and_renderers_read_the_diagnosis_through_its_public_api():
+    """report.py, merge.py and render/ import stalldiag.diagnosis (the package), never its modules."""
+    root = DIAGNOSIS.parent
+    for path in [root / "report.py", root / "merge.py"] + sorted((root / "render").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and "diagnosis" in node.module:
+                assert node.module.split(".")[-1] == "diagnosis", "%s imports %s" % (path.name, node.module)

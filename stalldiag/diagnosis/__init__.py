@@ -14,13 +14,21 @@ A pipeline, one module a step, each reading what the step before produced:
 verdict.py writes the summary; evidence.py adds the numbers around it.
 """
 from .evidence import event_loop_blocked, unseen_wakers, framework_evidence, general_findings, gpu_evidence, process_evidence
-from .explain import describe_thread, detail_text, frame_text, process_text  # noqa: F401  (renderers import these)
+from .explain import describe_thread, detail_text, frame_text, process_text  # noqa: F401
 from .formatter import as_dict
 from .graph import WaitGraph, finding
 from .verdict import CATEGORIES, choose_category, confidence_of, halted_phrase, summary_of, undrained_pipe  # noqa: F401
 from .retry import retrying
 from .types import Finding
 from .walk import walk
+
+# The public API: diagnose(), and the facts and words a report and its renderers may read of a
+# capture without a diagnosis (what a process's GPUs and files did, how a frame or a wait reads).
+# Everything else in this package is internal to the pipeline.
+from .gpu import device_summaries, devices_of, visible_devices  # noqa: E402,F401
+from .progress import file_changes, stdio_changes  # noqa: E402,F401
+from .ranks import group as rank_groups_of, suspects as suspect_ranks  # noqa: E402,F401
+from .threads import sample_kind  # noqa: E402,F401
 
 
 def diagnose(capture):

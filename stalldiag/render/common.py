@@ -70,7 +70,7 @@ def telling_pids(report):
 
 def gpu_rows(report):
     """One row per GPU: utilization, GPM activity, memory, MIG, ECC, from the capture."""
-    from ..diagnosis.gpu import device_summaries
+    from ..diagnosis import device_summaries
     cap = report.get("capture") or {}
     infos = {d["index"]: d for d in (cap.get("gpu") or {}).get("devices") or []}
     rows = []

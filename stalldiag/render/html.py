@@ -9,8 +9,7 @@ points) so a capture with thousands of threads still makes a page of a few MB.
 import html
 import json
 
-from ..diagnosis import detail_text
-from ..diagnosis.threads import sample_kind
+from ..diagnosis import detail_text, sample_kind
 from .common import (PROCESS_HEADER, command_text, failed_calls, failed_text, gpu_rows, looks_like_error,
                      output_tails, process_rows, tail_heading)
 
