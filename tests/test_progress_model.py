@@ -1,0 +1,61 @@
+"""The one progress model (diagnosis/progress.py): a thread, a window, a watch interval."""
+import pytest
+
+from conftest import CAPTURES
+from stalldiag.capture import load_report
+from stalldiag.diagnosis.graph import WaitGraph
+from stalldiag.diagnosis.progress import CPU_WORK, GPU_WORK, INTERVAL_CPU_S, frozen_stack, interval_progress, stuck
+from stalldiag.report import build_report
+
+
+def replay(name):
+    return build_report(load_report(str(CAPTURES / (name + ".json"))))
+
+
+def graph(name):
+    return WaitGraph(load_report(str(CAPTURES / (name + ".json"))))
+
+
+def never():
+    raise AssertionError("called although an earlier signal decided")
+
+
+@pytest.mark.parametrize("args,moved,why", [
+    ((4096, 0, never, 0.0, never), True, "bytes read/written"),
+    ((0, 10, never, 0.0, never), True, "output grew"),
+    ((0, 0, lambda: GPU_WORK, 0.0, never), True, "GPU"),
+    ((0, 0, lambda: None, INTERVAL_CPU_S, lambda: True), True, "stacks moved"),
+    ((0, 0, lambda: None, INTERVAL_CPU_S, lambda: False), False, "did not move"),
+    ((0, 0, lambda: GPU_WORK - 1, INTERVAL_CPU_S / 2, never), False, "no CPU, I/O"),
+])
+def test_the_watch_interval_asks_only_what_it_needs(args, moved, why):
+    got, text = interval_progress(*args)
+    assert got is moved and why in text
+
+
+def test_a_thread_stuck_in_a_wait_all_window_is_stuck_and_a_computing_one_is_not():
+    deadlock = graph("deadlock")
+    assert [v.name for v in deadlock.views if stuck(v)] == [v.name for v in deadlock.views if v.kind == "lock"]
+    busy = graph("ddp_gloo_healthy_caught_asleep")   # caught in futex in 80% of samples, on CPU 46%
+    main = next(v for v in busy.views if v.is_main and v.pid == busy.focus_thread().pid)
+    assert not stuck(main)
+
+
+@pytest.mark.parametrize("name,state", [
+    ("deadlock", "no progress seen"),
+    ("ddp_gloo_healthy_caught_asleep", "making progress"),
+    ("cpu_loop", "making progress"),
+    ("runaway_regex", "no progress seen"),              # CPU, but one call whose stack never moved
+    ("retry_connect_refused_exact", "no progress seen"),  # it writes a log line every attempt
+    ("gpu_ddp_stopped_rank", "no progress seen"),
+])
+def test_the_window_verdict(name, state):
+    assert replay(name)["verdict"]["progress"]["state"] == state
+
+
+def test_a_frozen_stack_is_one_stack_to_the_line_and_compiling_is_exempt():
+    regex = graph("runaway_regex")
+    parser = next(v for v in regex.views if v.name == "header-parser")
+    assert frozen_stack(parser) and parser.cpu_seconds >= CPU_WORK
+    assert not any(frozen_stack(v) for v in graph("cpu_loop").views)
+    assert not any(frozen_stack(v) for v in graph("jax_compile").views if v.kind == "compile")
