@@ -63,7 +63,10 @@ def annotate(frames, pid_for_frame, cache=None):
         owner = _method_class(lines, lineno)
         if owner:
             source["class"] = owner   # py-spy names the class only on Python 3.11+
-        loop = _loop_handlers(lines, lineno, source["within"])
+        # the frame's own line may be the loop's header (py-spy gives 3.10's frames in a
+        # call inside a loop the header's line at times)
+        own = [{"line": lineno, "code": source["code"]}] if source["code"].startswith(("while ", "for ")) else []
+        loop = _loop_handlers(lines, lineno, own + source["within"])
         if loop:
             source["loop"] = loop
         frame.append(source)

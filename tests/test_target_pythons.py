@@ -109,3 +109,18 @@ def test_a_pool_that_starves_itself_on_every_python(launch, target_python):
     assert verdict["category"] == "locks" and verdict["thread_name"].startswith("shard_"), verdict["summary"]
     assert verdict["summary"].startswith("Pool deadlock")
     check_thread_matching(report, w.pid, minor)
+
+
+def test_a_retry_loop_and_a_reentered_lock_on_every_python(launch, target_python, tmp_path):
+    """Issue 20's mechanisms read sources (a loop's except clauses) and library frames (Queue.put
+    inside Queue.put), whose names py-spy gives differently before 3.11."""
+    minor, python = target_python
+    retry = launch_with(launch, python, "retry_connect_refused.py", tmp_path / "client.log", 100, settle=1.0)
+    report = inspect_json(retry.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "network" and "retries between sleeps" in verdict["summary"], verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"
+    reentry = launch_with(launch, python, "signal_reenters_queue.py", settle=2.0)
+    verdict = inspect_json(reentry.pid, duration=2)["verdict"]
+    assert verdict["summary"].startswith("Self-deadlock by re-entry") and verdict["tid"] == reentry.pid, \
+        verdict["summary"]
