@@ -53,7 +53,8 @@ def diagnose(capture):
     unseen_wakers(d, [culprit] if culprit is d.chain[0] else [d.chain[0], culprit])
     retry = retrying(capture, culprit) if (culprit.pid, culprit.tid) not in d.file_waits else None
     if retry:
-        d.findings.append(as_dict(Finding.about("retry-loop", culprit, retrier=culprit, **retry), d))
+        d.findings.append(dict(as_dict(Finding.about("retry-loop", culprit, retrier=culprit, **retry), d),
+                               failing=retry["failing"]))
     category, through = choose_category(d, focus, culprit)
     evidence = []
     for view in d.chain:

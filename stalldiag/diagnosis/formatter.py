@@ -219,8 +219,9 @@ def _wait_words(view):
     return text + (" on %s" % what if what else "")
 
 
-def retry_loop(g, retrier, where, loop, handlers, library, failures, lines, category):
-    text = "%s retries between sleeps at %s" % (retrier.label, frame_text(where) or "?")
+def retry_loop(g, retrier, where, loop, handlers, library, failures, lines, failing, category):
+    text = "%s %s at %s" % (retrier.label, "retries between sleeps" if failing else "sleeps between attempts",
+                            frame_text(where) or "?")
     if library:
         text += ", in %s" % library
     elif loop:
@@ -233,7 +234,10 @@ def retry_loop(g, retrier, where, loop, handlers, library, failures, lines, cate
             for name, n, errnos in failures[:3])
     if lines:
         text += "; it last wrote: %s" % lines[-1]
-    text += ": the call it retries keeps failing, and the job does nothing else meanwhile"
+    if failing:
+        text += ": the call it retries keeps failing, and the job does nothing else meanwhile"
+    else:
+        text += ": if that call keeps failing the job only retries (no failure was seen)"
     if not failures:
         text += " (--syscalls exact counts the failed calls and their errors)"
     return text

@@ -46,7 +46,7 @@ def blockers(d):
     from .verdict import halted_phrase
     out, done = [], set()
     for item in d.findings:
-        if item["kind"] in STALL_FINDINGS:
+        if item["kind"] in STALL_FINDINGS and item.get("failing", True):   # (a retry that shows failures)
             out.append("%s (it cannot resolve by itself)" % item["summary"])
     focus = d.chain[0] if d.chain else None
     duration = (d.capture.get("window") or {}).get("duration_s") or 0

@@ -14,7 +14,7 @@ MAX_LINES = 3
 
 
 def retrying(capture, view):
-    """{"where", "loop", "handlers", "library", "failures", "lines", "category"} or None."""
+    """{"where", "loop", "handlers", "library", "failures", "lines", "failing", "category"} or None."""
     if view.kind not in SLEEPING or view.share < 0.5 or not view.top_stack:
         return None
     frame, loop = _retrying_loop(view)
@@ -27,8 +27,10 @@ def retrying(capture, view):
         and table.category_of_text(loop.get("code")) is not None
     if not (library or handlers or polls or (loop and failures)):
         return None
+    # failing: something shows the call fails (counted failures, error lines, a helper that
+    # retries only on failure, a loop polling a call); an except clause alone shows it could
     return {"where": frame, "loop": loop or None, "handlers": handlers, "library": library,
-            "failures": failures, "lines": lines,
+            "failures": failures, "lines": lines, "failing": bool(failures or lines or library or polls),
             "category": _category(failures, handlers + list(loop.get("tried") or []), loop.get("code"), lines,
                                   library)}
 
