@@ -64,7 +64,12 @@ def launch():
         return Workload(popen)
 
     yield _launch
-    for popen in started:
+    kill_groups(started)
+
+
+def kill_groups(popens):
+    """SIGKILL each workload's process group (started with start_new_session) and reap it."""
+    for popen in popens:
         try:
             os.killpg(popen.pid, signal.SIGKILL)
         except ProcessLookupError:

@@ -3,13 +3,12 @@ processes: a job that only retries, with stdout, stderr and a log in files; a pr
 stdout is a pipe, which must be neither read nor drained."""
 import json
 import os
-import signal
 import subprocess
 import sys
 
 import pytest
 
-from conftest import WORKLOADS, run_stalldiag, wait_for
+from conftest import WORKLOADS, kill_groups, run_stalldiag, wait_for
 from stalldiag.probes import output_tail
 from stalldiag.probes.syscall_counts import BACKENDS
 from stalldiag.render import render
@@ -27,12 +26,7 @@ def spawn():
         return popen
 
     yield _spawn
-    for popen in started:
-        try:
-            os.killpg(popen.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        popen.wait()
+    kill_groups(started)
 
 
 def text_of(path):
