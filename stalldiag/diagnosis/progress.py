@@ -228,13 +228,18 @@ def assess(capture, views, gpus, halted=()):
 
 
 FROZEN_SAMPLES = 3   # stack samples, all the same to the line, that make a CPU-bound stack "frozen"
+FROZEN_ON_CPU = 0.95  # share of /proc samples on a CPU: a frozen stack never waits
 
 
 def frozen_stack(view):
-    """A computing thread whose Python stack, to the line, was the same in every one of at least
-    FROZEN_SAMPLES samples: one call held it the whole window (the same test as watch's "CPU but
-    the stacks did not move").  Compiling is exempt: one compile step can take that long."""
-    return view.kind != "compile" and view.n_stack_samples >= FROZEN_SAMPLES and len(view.stacks_by_count()) == 1
+    """A computing thread on a CPU in every /proc sample whose Python stack, to the line, was the
+    same in every one of at least FROZEN_SAMPLES samples: one call held it the whole window (the
+    test watch makes: "CPU but the stacks did not move").  A loop paced by its input, whose
+    compute is one line, is caught at that line in every sample too, but it waits between steps.
+    Compiling is exempt: one compile step can take that long."""
+    on_cpu = view.activity.get("running", 0) / view.n_samples if view.n_samples else 0
+    return view.kind != "compile" and view.n_stack_samples >= FROZEN_SAMPLES and len(view.stacks_by_count()) == 1 \
+        and on_cpu >= FROZEN_ON_CPU
 
 
 def _throttled(view):
