@@ -37,6 +37,8 @@ ROWS = [
     ("thread_join", "cpu", "Busy computing on the CPU:", ["thread-join", "cpu"]),
     ("gil_held_by_regex", "cpu", "Busy computing on the CPU:", ["lock", "cpu"]),
     ("stale_lock_filelock", "locks", "Blocked on a stale lock file:", ["sleep"]),
+    ("event_loop_lost_wakeup", "locks", "Blocked on a lock:", ["loop-wakeup"]),
+    ("event_loop_idle_server", "sleep", "Sleeping (idle by design):", ["poll"]),
     # mechanisms: a deadlock is a lock wait whatever the chain's kinds
     ("deadlock", "locks", "Lock-order deadlock:", ["lock", "lock"]),
     ("fork_under_mp_lock", "locks", "Deadlock through a lock:", ["child", "lock"]),

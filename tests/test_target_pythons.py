@@ -124,3 +124,15 @@ def test_a_retry_loop_and_a_reentered_lock_on_every_python(launch, target_python
     verdict = inspect_json(reentry.pid, duration=2)["verdict"]
     assert verdict["summary"].startswith("Self-deadlock by re-entry") and verdict["tid"] == reentry.pid, \
         verdict["summary"]
+
+
+def test_an_event_loop_only_its_threads_can_wake_on_every_python(launch, target_python):
+    """The loop's wait is read from asyncio's frames (BaseEventLoop._run_once, Selector.select),
+    named differently by py-spy before 3.11, and from the epoll set's fds and timeout."""
+    _minor, python = target_python
+    w = launch_with(launch, python, "event_loop_waits.py", "lost-wakeup", settle=0.8)
+    verdict = inspect_json(w.pid, duration=2)["verdict"]
+    assert verdict["category"] == "locks" and "call_soon_threadsafe" in verdict["summary"], verdict["summary"]
+    idle = launch_with(launch, python, "event_loop_waits.py", "server")
+    verdict = inspect_json(idle.pid, duration=2)["verdict"]
+    assert verdict["category"] == "sleep" and "listens on" in verdict["summary"], verdict["summary"]

@@ -76,6 +76,9 @@ CASES = {
     "lock_holder_slow_disk": (py("lock_holder_slow_disk.py", "/var/tmp/stalldiag-captures-slow"), 1.0, 3),
     "child_shell_slow_reader": (py("child_shell_slow_reader.py", "/var/tmp/stalldiag-captures-slow"), 1.5, 3),
     "fork_under_mp_lock": (py("fork_under_mp_lock.py"), 0.3, 2),
+    # an event loop: only its own threads can wake it / idle on its listener
+    "event_loop_lost_wakeup": (py("event_loop_waits.py", "lost-wakeup"), 0.8, 2),
+    "event_loop_idle_server": (py("event_loop_waits.py", "server"), 0.5, 2),
 }
 
 

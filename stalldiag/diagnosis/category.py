@@ -46,6 +46,7 @@ ROOTS = {
     "gpu": ("cuda", True),
     "network": ("network", True),
     "lock": ("locks", True),          # a lock wait nobody is found to hold (or a lock file)
+    "loop-wakeup": ("locks", True),   # an event loop only its own threads can wake (event_loop.py)
     "retry": ("sleep", True),         # refined by the failing call (retry.py)
     "cpu": ("cpu", False),
     "sleep": ("sleep", False),

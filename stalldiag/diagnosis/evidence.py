@@ -254,6 +254,24 @@ def event_loop_blocked(d, view):
             view.label, doing_call(view), frame_text(view.user_frame()) or "?"), view))
 
 
+def event_loop_waiting(d, view):
+    """An event loop between steps with nothing outside its process to wait on (event_loop.py):
+    idle, or waiting for a wake-up only its own threads can send."""
+    from .formatter import as_dict
+    from .types import Finding
+    loop = d.loops.get((view.pid, view.tid))
+    if loop is None or loop["outside"] or view.kind not in ("poll", "loop-wakeup"):
+        return
+    if view.kind == "loop-wakeup":
+        others = [v for v in d.by_pid.get(view.pid, []) if v is not view and v.top_stack]
+        item = Finding.about("event-loop-wakeup", view, loop_thread=view, threads=others,
+                             wakeup=[fd.get("target") or "fd %s" % fd.get("fd") for fd in loop["wakeup"]])
+    else:
+        item = Finding.about("event-loop-idle", view, loop_thread=view, timeout_ms=loop["timeout_ms"],
+                             listeners=[fd.get("local") or fd.get("target") for fd in loop["listeners"]])
+    d.findings.append(as_dict(item, d))
+
+
 def general_findings(d):
     cap = d.capture
     from .graph import unnumbered_ranks

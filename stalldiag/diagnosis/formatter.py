@@ -212,7 +212,7 @@ def _wait_words(view):
     from .explain import detail_text
     what = detail_text(view.top_detail())
     words = {"child": "waits for its child to exit", "pipe": "blocked on a pipe", "ipc": "waits for a message",
-             "network": "waits to receive"}
+             "network": "waits to receive", "loop-wakeup": "waits for a wake-up from a thread of its own process"}
     text = words.get(view.kind, view.kind)
     if view.kind == "pipe" and any(label.startswith("write") for label in view.activity):
         text = "blocked writing to a full pipe that is not drained"
@@ -252,7 +252,36 @@ def peer_not_serving(g, waiter, target, peer, peer_thread):
                 peer_thread.label, _doing(peer_thread)))
 
 
+def _timer_words(timeout_ms):
+    if timeout_ms is None:
+        return "its next timer is not known"
+    if timeout_ms < 0:
+        return "it has no timer due"
+    return "its next timer is due in %.1f s" % (timeout_ms / 1000.0)
+
+
+def event_loop_idle(g, loop_thread, listeners, timeout_ms):
+    text = ("%s runs an asyncio event loop with nothing ready, and no connection, pipe or socket of another "
+            "process among what it watches: " % loop_thread.label)
+    if listeners:
+        text += "it listens on %s for clients, and " % ", ".join(listeners)
+    return text + _timer_words(timeout_ms) + " (idle by design unless a task should be running)"
+
+
+def event_loop_wakeup(g, loop_thread, wakeup, threads):
+    text = ("%s runs an asyncio event loop that waits with no timer and nothing from outside: it watches only "
+            "its own wake-up channel (%s), which only a thread of pid %d can write to, through "
+            "loop.call_soon_threadsafe().  A Future or task completed from another thread without it never "
+            "wakes the loop (a lost wake-up)" % (loop_thread.label, ", ".join(wakeup) or "none", loop_thread.pid))
+    if threads:
+        text += "; threads of pid %d that could: %s" % (loop_thread.pid, "; ".join(
+            "%s at %s" % (v.label, frame_text(v.user_frame()) or "?") for v in threads[:4]))
+    return text
+
+
 SAY = {
+    "event-loop-idle": event_loop_idle,
+    "event-loop-wakeup": event_loop_wakeup,
     "peer-not-serving": peer_not_serving,
     "retry-loop": retry_loop,
     "lock-holder": lock_holder,

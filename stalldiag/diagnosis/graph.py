@@ -15,6 +15,7 @@ from ..knowledge import frames as frame_table
 from ..knowledge.frames import LOCK_ACQUIRE
 from ..knowledge.processes import match_process, runs_distributed
 from ..knowledge.ranks import RANK_VARS, first_var
+from .event_loop import loop_kind, loop_wait
 from .gpu import device_summaries, devices_of
 from .progress import stuck
 from .state import RUNNING_SHARE, classify, process_condition
@@ -24,6 +25,7 @@ ACTIVITY_RANK = {
     "compile": 7, "cpu": 6, "io": 5, "network": 4, "child": 4, "gpu": 4, "cuda": 4, "lock": 3,
     "ipc": 2, "pipe": 2, "dataloader": 2, "collective": 1, "rendezvous": 1,
     "queue-get": 1, "queue-put": 1, "thread-join": 1, "future": 1, "condition": 1, "event": 1,
+    "loop-wakeup": 1,
 }
 
 
@@ -149,6 +151,14 @@ class WaitGraph:
         self.wakers = {}
         for record in capture.get("wakers") or []:
             self.wakers.setdefault((record.get("pid"), record.get("tid")), []).append(record)
+        # event loops waiting for events: what can wake each (event_loop.py)
+        self.loops = {}
+        for view in self.views:
+            loop = loop_wait(self, view)
+            if loop is None:
+                continue
+            self.loops[(view.pid, view.tid)] = loop
+            view.kind = loop_kind(loop)
 
     # --- where to start ----------------------------------------------------------
 
@@ -316,7 +326,7 @@ def _kind_from_state(view):
 
 
 # Waits spent asleep in the kernel, that take no CPU while they last.
-SLEEPING_KINDS = ("lock", "sleep", "poll", "pipe", "ipc", "child", "network", "tty") + THREAD_WAIT_KINDS
+SLEEPING_KINDS = ("lock", "sleep", "poll", "pipe", "ipc", "child", "network", "tty", "loop-wakeup") + THREAD_WAIT_KINDS
 
 
 def _awake_share(state):

@@ -80,7 +80,7 @@ def _mechanism(d, category, focus, culprit):
     if d.halted(culprit):
         return "%s is %s" % (culprit.label, halted_phrase(d, culprit))
     fork = next((f for f in d.findings if f["kind"] in ("lock-held-at-fork", "orphaned-wait", "lost-task",
-                                                          "retry-loop")), None)
+                                                          "retry-loop", "event-loop-wakeup", "event-loop-idle")), None)
     if fork:
         return fork["summary"]
     flock = next((f for f in d.findings if f["kind"] == "file-lock"), None)
@@ -195,7 +195,7 @@ def _doing(view, d=None):
              "lock": "blocked on a lock", "child": "waiting on its own child", "poll": "idle in poll",
              "tty": "waiting for someone to type on its terminal (an interactive prompt)",
              "pipe": "blocked on a pipe", "ipc": "waiting for a message from another process",
-             "compile": "compiling"}
+             "compile": "compiling", "loop-wakeup": "an event loop waiting for a wake-up from its own threads"}
     text = "%s (%s)" % (words.get(view.kind, view.kind), residency_text(view, 2))
     end = d.walk.end if d is not None and d.walk and d.walk.chain[-1] is view else None
     tool = end.facts.get("tool") if end is not None and end.kind == "compiler" else None

@@ -55,6 +55,11 @@ def in_event_loop_step(stack):
     return _any_frame(stack, EVENT_LOOP_STEP) and not _any_frame(stack, EVENT_LOOP_WAIT)
 
 
+def in_event_loop_wait(stack):
+    """The thread is an asyncio event loop between steps, waiting for events."""
+    return _any_frame(stack, EVENT_LOOP_STEP) and _any_frame(stack, EVENT_LOOP_WAIT)
+
+
 # A multiprocessing.Pool: waits for a result, and a worker idle between tasks (in the pool's
 # worker loop, every frame above it a wait on the task queue).
 POOL_RESULT_WAIT = ((r"multiprocessing/pool\.py$", r"^((ApplyResult|MapResult)\.)?(get|wait)$|^(IMapIterator\.)?next$"),)

@@ -674,7 +674,8 @@ def describe_wait(pid, syscall, args, sockets, maps=None):
     shared_mapping)."""
     if syscall in EPOLL_SYSCALLS:
         watched = procfs.fdinfo(pid, _signed32(args[0]))["tfd"][:MAX_WATCHED_FDS]
-        return {"epoll_fd": _signed32(args[0]), "watching": [fds.describe_fd(pid, fd, sockets) for fd in watched]}
+        return {"epoll_fd": _signed32(args[0]), "watching": [fds.describe_fd(pid, fd, sockets) for fd in watched],
+                "timeout_ms": _signed32(args[3])}
     if syscall in FD_FIRST_ARG:
         return {"fd": fds.describe_fd(pid, _signed32(args[0]), sockets)}
     if syscall in ("openat", "openat2"):
@@ -695,7 +696,8 @@ def describe_wait(pid, syscall, args, sockets, maps=None):
         nfds = min(args[1], MAX_WATCHED_FDS)
         raw = procfs.read_memory(pid, args[0], 8 * nfds)
         watched = [struct.unpack_from("<iHH", raw, 8 * i)[0] for i in range(len(raw) // 8)]
-        return {"watching": [fds.describe_fd(pid, fd, sockets) for fd in watched if fd >= 0]}
+        timeout = _signed32(args[2]) if syscall == "poll" else _timespec_ms(pid, args[2], 1e6)
+        return {"watching": [fds.describe_fd(pid, fd, sockets) for fd in watched if fd >= 0], "timeout_ms": timeout}
     if syscall in SELECT_SYSCALLS:
         nfds = min(args[0], 1024)
         watched = []
@@ -704,7 +706,10 @@ def describe_wait(pid, syscall, args, sockets, maps=None):
             for fd in range(min(nfds, len(raw) * 8)):
                 if raw[fd // 8] >> (fd % 8) & 1:
                     watched.append(fd)
-        return {"watching": [fds.describe_fd(pid, fd, sockets) for fd in watched[:MAX_WATCHED_FDS]]}
+        # select's timeout is a timeval (microseconds), pselect6's a timespec
+        timeout = _timespec_ms(pid, args[4], 1000 if syscall == "select" else 1e6)
+        return {"watching": [fds.describe_fd(pid, fd, sockets) for fd in watched[:MAX_WATCHED_FDS]],
+                "timeout_ms": timeout}
     if syscall in NANOSLEEPS:
         ts_addr = args[2] if syscall == "clock_nanosleep" else args[0]
         raw = procfs.read_memory(pid, ts_addr, 16)
@@ -720,6 +725,18 @@ def describe_wait(pid, syscall, args, sockets, maps=None):
                 return {"sleep_s": round(max(value, 0.0), 3), "absolute": True}
             return {"sleep_s": round(value, 3)}
     return None
+
+
+def _timespec_ms(pid, address, per_ms):
+    """The timeout a poll-family call was given, in ms: -1 for none (a NULL pointer, as poll's
+    and epoll_wait's -1), None when unreadable.  per_ms: the struct's second field per ms."""
+    if not address:
+        return -1
+    raw = procfs.read_memory(pid, address, 16)
+    if len(raw) != 16:
+        return None
+    sec, frac = struct.unpack("<qq", raw)
+    return int(sec * 1000 + frac / per_ms)
 
 
 def shared_mapping(pid, address, maps=None):
