@@ -87,8 +87,8 @@ def diagnose(capture):
 def _progress(d, verdict, focus):
     """Every verdict says whether the run is making progress; a silent healthy run is a finding."""
     from .progress import assess, blockers, silent_output
-    verdict["progress"] = assess(d.capture, d.views, d.gpus, blockers(d))
-    silent = silent_output(d.capture, d.procs.get(focus.pid), verdict["progress"])
+    verdict["progress"] = assess(d.window, d.proc_list, d.views, d.gpus, blockers(d))
+    silent = silent_output(d.window, d.procs.get(focus.pid), verdict["progress"])
     if silent:
         item = finding("silent-output", silent["summary"], pid=focus.pid)
         item["unchanged_s"] = silent["unchanged_s"]
@@ -117,8 +117,8 @@ def _resource_text(d):
     if not d.chain or d.chain[-1].kind != "io":
         return ""
     pids = {w.pid for w in workers_of(d)} or {d.chain[-1].pid}
-    duration = (d.capture.get("window") or {}).get("duration_s") or 0
-    read_bytes = sum(((d.procs.get(pid) or {}).get("io") or {}).get("read_bytes", 0) for pid in pids)
+    duration = d.window.duration_s or 0
+    read_bytes = sum(d.procs[pid].io.get("read_bytes", 0) for pid in pids if pid in d.procs)
     if not duration:
         return ""
     return " → storage at %.1f MB/s" % (read_bytes / duration / 1e6)

@@ -215,8 +215,8 @@ def lock_waiters(g, view):
 def held_at_fork(g, view):
     """A forked child waiting on a lock that no thread of its own holds: the lock was held, at
     fork() time, by a thread that exists only in the parent."""
-    proc = g.procs.get(view.pid) or {}
-    parent = g.procs.get(proc.get("ppid"))
+    proc = g.procs.get(view.pid)
+    parent = g.procs.get(proc.ppid) if proc is not None else None
     if parent is None or not stuck(view) or shared_futex(view) or in_file_lock(view) or not view.top_stack:
         return None   # (a file lock is the kernel's, held by a process; without Python frames
                       # nothing says which lock, and a native thread's futex is rarely one)
@@ -226,12 +226,12 @@ def held_at_fork(g, view):
         return None
     if any(o.kind in ("cpu", "io", "network") and o.share >= 0.5 for o in others):
         return None
-    if (parent.get("cmdline") or [None])[0] != (proc.get("cmdline") or [None])[0]:
+    if (parent.cmdline or [None])[0] != (proc.cmdline or [None])[0]:
         return None   # an exec'd program, not a fork of the parent
     lock_frame = next((view.top_stack[d] for d, row in view.frame_matches if row.kind in ("lock", "semaphore")), None)
     holder = None
     from .graph import held_in_window
-    for candidate in g.by_pid.get(parent["pid"], []):
+    for candidate in g.by_pid.get(parent.pid, []):
         if wants and wants in held_in_window(candidate):
             holder = candidate
             break
@@ -239,7 +239,7 @@ def held_at_fork(g, view):
                               for frames, _n in candidate.stacks_by_count()[:1] for f in frames):
             holder = candidate
     said = Finding.about("lock-held-at-fork", view, waiter=view, wants=wants, lock_frame=lock_frame,
-                         parent=parent["pid"], holder=holder)
+                         parent=parent.pid, holder=holder)
     return Edge(view, None, "held-at-fork", findings=[said])
 
 
@@ -320,10 +320,10 @@ def waited_child(g, view):
     wanted = detail.get("child") if isinstance(detail, dict) else None
     kids = g.live_children(view.pid)
     if isinstance(wanted, int) and wanted > 0:
-        kids = [p for p in kids if p["pid"] == wanted] or kids
-    kids.sort(key=lambda p: (g.process_halted(p["pid"]), g.roles.get(p["pid"]) == "compiler",
-                             p.get("cpu_seconds") or 0), reverse=True)
-    threads = [g.most_telling_thread(p["pid"]) for p in kids]
+        kids = [p for p in kids if p.pid == wanted] or kids
+    kids.sort(key=lambda p: (g.process_halted(p.pid), g.roles.get(p.pid) == "compiler",
+                             p.cpu_seconds or 0), reverse=True)
+    threads = [g.most_telling_thread(p.pid) for p in kids]
     return [Edge(view, t, "child", process=True) for t in threads if t is not None]
 
 
@@ -353,7 +353,7 @@ def waited_peer(g, view):
                 peers[pid] += 2
     if not peers:
         for proc in g.live_children(view.pid):
-            peers[proc["pid"]] += 1
+            peers[proc.pid] += 1
     threads = [g.thread_on(pid, targets) for pid in peers]
     threads = [t for t in threads if t is not None]
     threads.sort(key=lambda v: (g.halted(v), g.weight(v), peers[v.pid]), reverse=True)
@@ -388,11 +388,11 @@ WORKING_KINDS = ("cpu", "io", "compile", "cuda", "gpu")
 def lost_pool_task(g, view):
     """A wait for a multiprocessing.Pool result while every worker waits for a task: none has
     it.  A worker that dies mid-task takes its task with it; the Pool replaces the worker."""
-    workers = [(p, g.main_thread(p["pid"])) for p in g.live_children(view.pid)]
+    workers = [(p, g.main_thread(p.pid)) for p in g.live_children(view.pid)]
     if not workers or not all(t is not None and frame_table.idle_pool_worker(t.top_stack) for _p, t in workers):
         return None
-    tick = (g.capture.get("window") or {}).get("clock_tick") or 100   # the unit of start_time
-    starts = sorted((p.get("start_time") or 0, p["pid"]) for p, _t in workers)
+    tick = g.window.clock_tick or 100   # the unit of start_time
+    starts = sorted((p.start_time or 0, p.pid) for p, _t in workers)
     late = [(pid, (start - starts[0][0]) / tick) for start, pid in starts[1:]
             if start - starts[0][0] >= REPLACEMENT_GAP_S * tick]
     return Edge(view, None, "lost-task", findings=[Finding.about("lost-task", view, waiter=view, workers=len(workers),
@@ -401,11 +401,11 @@ def lost_pool_task(g, view):
 
 def waited_workers(g, view):
     """DataLoader: the training loop waits for workers; judge them by what they do."""
-    workers = [p for p in g.procs.values() if g.roles.get(p["pid"]) == "dataloader-worker"]
-    mine = [p for p in workers if p.get("ppid") == view.pid] or workers
+    workers = [p for p in g.proc_list if g.roles.get(p.pid) == "dataloader-worker"]
+    mine = [p for p in workers if p.ppid == view.pid] or workers
     if not mine:
         return waited_peer(g, view)
-    threads = [g.main_thread(p["pid"]) for p in mine]
+    threads = [g.main_thread(p.pid) for p in mine]
     threads = [t for t in threads if t is not None]
     threads.sort(key=lambda v: (g.halted(v), g.weight(v), v.cpu_seconds or 0), reverse=True)
     kinds = Counter(t.kind for t in threads)
@@ -489,9 +489,9 @@ def compiler_of(g, view):
     if view.kernel_kind not in ("child", "poll", "pipe", "lock", "ipc", "sleep"):
         return None
     mine = set(g.descendants(view.pid))
-    kids = [p for p in g.procs.values() if g.roles.get(p["pid"]) in ("compiler", "compile-worker")
-            and p.get("exited_at") is None and p["pid"] in mine]
-    busy = [g.most_telling_thread(p["pid"]) for p in kids]
+    kids = [p for p in g.proc_list if g.roles.get(p.pid) in ("compiler", "compile-worker")
+            and p.exited_at is None and p.pid in mine]
+    busy = [g.most_telling_thread(p.pid) for p in kids]
     busy = [t for t in busy if t is not None and t.kind == "cpu" and t.share >= 0.3]
     return max(busy, key=lambda v: v.share) if busy else None
 

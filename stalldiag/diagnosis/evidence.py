@@ -6,20 +6,30 @@ stacks, D state, compile workers).
 """
 from collections import Counter
 
-from .explain import detail_text, frame_text, pct, process_text
-from .graph import finding
+from .explain import detail_text, frame_text, pct
+from .formatter import as_dict
+from .types import Finding
 
 LAUNCH_BOUND_SM = 10.0   # GPM SM activity under which a computing host thread, not the GPU, sets the pace
 
+
+def say(d, kind, view=None, pid=None, **facts):
+    """Add a Finding (formatter.py writes its sentence) and return that sentence, for the
+    evidence list that repeats it."""
+    item = as_dict(Finding.about(kind, view, pid=pid, **facts), d)
+    d.findings.append(item)
+    return item["summary"]
+
+
 def process_evidence(d, culprit, evidence):
-    proc = d.procs.get(culprit.pid) or {}
-    io = proc.get("io")
-    duration = (d.capture.get("window") or {}).get("duration_s") or 0
+    proc = d.procs[culprit.pid]
+    io = proc.io
+    duration = d.window.duration_s or 0
     if io:
         evidence.append("pid %d during %.1f s: %d read / %d write syscalls, %d bytes read from storage, "
                         "%d bytes read in all" % (culprit.pid, duration, io.get("syscr", 0), io.get("syscw", 0),
                                                   io.get("read_bytes", 0), io.get("rchar", 0)))
-    ctx = proc.get("ctx_switches")
+    ctx = proc.ctx_switches
     if ctx:
         evidence.append("pid %d context switches: %d voluntary, %d involuntary"
                         % (culprit.pid, ctx["voluntary"], ctx["involuntary"]))
@@ -27,40 +37,24 @@ def process_evidence(d, culprit, evidence):
 
 def framework_evidence(d, focus, culprit, evidence):
     """DataLoader starvation, compilation time, rank groups: the numbers a reader asks for."""
-    duration = (d.capture.get("window") or {}).get("duration_s") or 0
+    duration = d.window.duration_s or 0
     if focus.kind == "dataloader":
         starved = focus.context_share.get("dataloader", focus.share)
         from . import workers_of
         workers = workers_of(d)
-        text = "the training loop is starved: %s waited on DataLoader workers in %s of its stack samples" % (
-            focus.label, pct(starved))
-        if workers:
-            read_bytes = sum(((d.procs[w.pid].get("io") or {}).get("read_bytes", 0)) for w in workers)
-            rchar = sum(((d.procs[w.pid].get("io") or {}).get("rchar", 0)) for w in workers)
-            states = Counter(w.kind for w in workers)
-            text += "; %d workers: %s" % (len(workers), ", ".join("%d %s" % (n, k) for k, n in states.most_common()))
-            if duration:
-                text += "; workers read %.1f MB/s from storage (%.1f MB/s in all)" % (
-                    read_bytes / duration / 1e6, rchar / duration / 1e6)
-            files = sorted({detail_text(w.top_detail()) for w in workers if w.kind == "io" and w.top_detail()})
-            if files:
-                text += "; reading %s" % "; ".join(files[:4])
-        evidence.append(text)
-        d.findings.append(finding("dataloader-starved", text, focus))
+        read_bytes = sum(d.procs[w.pid].io.get("read_bytes", 0) for w in workers)
+        rchar = sum(d.procs[w.pid].io.get("rchar", 0) for w in workers)
+        files = sorted({detail_text(w.top_detail()) for w in workers if w.kind == "io" and w.top_detail()})
+        evidence.append(say(d, "dataloader-starved", focus, loop=focus, starved=starved,
+                            states=Counter(w.kind for w in workers), duration=duration,
+                            read_bytes=read_bytes, rchar=rchar, files=files))
     compiling = [v for v in d.chain if v.kind == "compile"]
     if compiling:
         v = compiling[0]
         share = v.context_share.get("compile", 0)
         target = _compiled_function(v)
-        text = "%s compiling in %s of stack samples (%.1f s of the %.1f s window)" % (
-            v.label, pct(share), share * duration, duration)
-        if target:
-            text += "; compiling what %s calls" % target
-        runs = _compile_episodes(v)
-        if runs > 1:
-            text += "; compilation started %d separate times in the window: looks like repeated recompiles" % runs
-        evidence.append(text)
-        d.findings.append(finding("compiling", text, v))
+        evidence.append(say(d, "compiling", v, compiler=v, share=share, duration=duration, target=target,
+                            runs=_compile_episodes(v)))
     groups = None
     if any(v.kind in ("collective", "rendezvous") or v.kind == "cuda" and str(d.roles.get(v.pid)).startswith("rank ")
            for v in d.chain):
@@ -68,14 +62,11 @@ def framework_evidence(d, focus, culprit, evidence):
         groups = rank_groups(d)
     if groups:
         waiting, outliers = groups
-        text = "ranks in the collective/rendezvous: %s; elsewhere: %s" % (
-            ", ".join(_rank_label(d, p) for p in waiting) or "none",
-            ", ".join(_rank_label(d, p) for p in outliers) or "none")
-        evidence.append(text)
+        from .formatter import rank_groups_text
+        evidence.append(rank_groups_text(d, waiting, outliers))
         missing = _missing_ranks(d)
         if missing:
-            d.findings.append(finding("missing-ranks", "ranks %s of world size %s never joined (no process "
-                                      "with that RANK in the inspected tree)" % (missing[0], missing[1])))
+            say(d, "missing-ranks", missing=missing[0], world=missing[1])
             evidence.append("ranks %s never started" % missing[0])
 
 
@@ -98,26 +89,17 @@ def gpu_evidence(d, focus, culprit, category, evidence):
     if category == "cuda" and focus_devs:
         dev = focus_devs[0]
         if dev.looks_hung:
-            text = ("GPU %d reads %.0f%% busy but only %.1f%% of SMs are active and tensor cores idle: "
-                    "the kernel looks hung or spinning, while %s waits for it" % (dev.index, dev.util, dev.sm, focus.label))
-            d.findings.append(finding("hung-kernel", text, focus))
+            say(d, "hung-kernel", focus, waiter=focus, gpu=dev)
             phrase = "; the GPU kernel looks hung (busy flag %.0f%%, SM activity %.1f%%)" % (dev.util, dev.sm)
         elif dev.real_compute:
-            text = "GPU %d is really computing (SM %.0f%%, tensor %.0f%%): the run is GPU-bound, the host waits " \
-                   "for kernels that are doing work" % (dev.index, dev.sm, dev.tensor or 0)
-            d.findings.append(finding("gpu-bound", text, focus))
+            say(d, "gpu-bound", focus, gpu=dev)
             phrase = "; the GPU is really busy (SM %.0f%%, tensor %.0f%%): GPU-bound" % (dev.sm, dev.tensor or 0)
         elif dev.busy_flag and not dev.has_gpm:
             phrase = "; GPU busy flag %.0f%% (no GPM to tell real compute from a spin)" % dev.util
     if category == "collective" and focus.kind == "cuda" and focus_devs:
         dev = focus_devs[0]
         if dev.busy_flag and not dev.real_compute:
-            text = ("%s waits on GPU %d, which reads %.0f%% busy with %s: a communication kernel "
-                    "(NCCL) waiting for its peer, not compute" % (
-                        focus.label, dev.index, dev.util,
-                        "SM %.1f%%, tensor %.1f%%" % (dev.sm, dev.tensor or 0) if dev.has_gpm else "no GPM data"))
-            d.findings.append(finding("collective-on-gpu", text, focus))
-            evidence.append(text)
+            evidence.append(say(d, "collective-on-gpu", focus, waiter=focus, gpu=dev))
     if category == "compilation":
         active = [d.gpus[i] for i in shown if not d.gpus[i].idle]
         if active:
@@ -128,51 +110,35 @@ def gpu_evidence(d, focus, culprit, category, evidence):
         dev = culprit_devs[0]
         if dev.has_gpm and (dev.sm or 0) < LAUNCH_BOUND_SM and culprit.state is not None \
                 and culprit.state.condition == "computing":
-            text = ("launch-bound: GPU %d is nearly idle (utilization %.0f%%, SM %.1f%%) while %s spends the "
-                    "window on the CPU issuing work: the host, not the GPU, sets the pace (small kernels, "
-                    "Python overhead; CUDA graphs or larger batches help)" % (
-                        dev.index, dev.util or 0, dev.sm or 0, culprit.label))
-            d.findings.append(finding("launch-bound", text, culprit))
-            evidence.append(text)
+            evidence.append(say(d, "launch-bound", culprit, host=culprit, gpu=dev))
             phrase = "; launch-bound: GPU %d SM %.1f%%" % (dev.index, dev.sm or 0)
     if focus.kind == "dataloader" and category in ("io", "cpu", "locks"):
         for dev in focus_devs or []:
             if dev.idle:
-                text = "GPU %d idle: utilization %.0f%%, idle in %.0f%% of samples while the training loop waits " \
-                       "for its input pipeline" % (dev.index, dev.util, 100 * dev.idle_share)
-                evidence.append(text)
-                d.findings.append(finding("gpu-starved", text, focus))
+                evidence.append(say(d, "gpu-starved", focus, gpu=dev))
                 phrase = "; GPU %d idle %.0f%% of the window" % (dev.index, 100 * dev.idle_share)
     gpu = d.capture.get("gpu") or {}
     for event in gpu.get("xid_events") or []:
-        d.findings.append(finding("xid", "Xid %s on GPU %s at %.1f s" % (event.get("xid"), event.get("device"),
-                                                                       event.get("t", 0))))
+        say(d, "xid", event=event)
     for dev_info in gpu.get("devices") or []:
         start, end = dev_info.get("ecc_uncorrected_start"), dev_info.get("ecc_uncorrected_end")
         if isinstance(start, int) and isinstance(end, int) and end > start:
-            d.findings.append(finding("ecc", "GPU %d: %d new uncorrected ECC errors during the window"
-                                      % (dev_info["index"], end - start)))
+            say(d, "ecc", index=dev_info["index"], errors=end - start)
     for dev in d.gpus.values():
         slow = dev.clock_reasons & (0x8 | 0x40 | 0x80)
         if slow:
-            from ..knowledge.gpu import reasons_text
-            d.findings.append(finding("gpu-throttled", "GPU %d clocks slowed by %s" % (
-                dev.index, ", ".join(reasons_text(slow)))))
+            say(d, "gpu-throttled", gpu=dev, reasons=slow)
     return phrase
-
-
-def _rank_label(d, pid):
-    return "%s (pid %d)" % (d.roles.get(pid), pid)
 
 
 def _missing_ranks(d):
     from ..knowledge.ranks import RANK_VARS, WORLD_SIZE_VARS, first_var
     seen, world = set(), None
     for proc in d.procs.values():
-        rank = first_var(proc.get("env"), RANK_VARS)
+        rank = first_var(proc.env, RANK_VARS)
         if rank is not None:
             seen.add(rank)
-        world = first_var(proc.get("env"), WORLD_SIZE_VARS) or world
+        world = first_var(proc.env, WORLD_SIZE_VARS) or world
     if world is None:
         return None
     missing = sorted(set(range(world)) - seen)
@@ -221,95 +187,69 @@ def unseen_wakers(d, views):
                 continue
             if record.get("why_unseen"):
                 said.add(key)
-                d.findings.append(finding("waker-unseen", "%s waits on %s (%s): its waker cannot be seen: %s" % (
-                    view.label, record.get("target") or record.get("wait"), record.get("syscall") or record.get("wait"),
-                    record["why_unseen"]), view))
+                say(d, "waker-unseen", view, waiter=view, record=record)
             mount = record.get("mount")
             if mount and mount.get("fstype"):
                 said.add(key)
-                served = ", ".join("pid %s (%s)" % (s.get("pid"), s.get("comm")) for s in mount.get("served_by") or [])
-                d.findings.append(finding("mount", "%s waits on %s, on %s (%s from %s%s)%s" % (
-                    view.label, record.get("target"), mount.get("mountpoint"), mount.get("fstype"),
-                    mount.get("source") or "?", ", server %s" % mount["server"] if mount.get("server") else "",
-                    "; served by %s" % served if served else ""), view))
-                if record.get("kernel_stack"):
-                    d.findings[-1]["summary"] += "; kernel stack: %s" % " < ".join(record["kernel_stack"][:6])
+                say(d, "mount", view, waiter=view, record=record)
 
 
 def event_loop_blocked(d, view):
     """A thread that runs an asyncio event loop, held all window in one step (a synchronous
     sleep, read or computation inside a coroutine): no other task of the loop runs."""
     from ..knowledge import frames as frame_table
-    from .graph import doing_call
     from .progress import STUCK_SHARE, stuck
     if not frame_table.in_event_loop_step(view.top_stack) or view.top_stack_count < 0.9 * view.n_stack_samples:
         return
     if not (stuck(view) or view.state is not None and view.state.condition in ("computing", "spinning")
             and view.share >= STUCK_SHARE):
         return
-    d.findings.append(finding(
-        "event-loop-blocked", "%s runs an asyncio event loop, and one step has held it for the whole window: "
-        "%s at %s inside a coroutine or callback, without awaiting, so no other task of that loop runs "
-        "(await an async call instead, or move the work to an executor)" % (
-            view.label, doing_call(view), frame_text(view.user_frame()) or "?"), view))
+    say(d, "event-loop-blocked", view, loop_thread=view)
 
 
 def event_loop_waiting(d, view):
     """An event loop between steps with nothing outside its process to wait on (event_loop.py):
     idle, or waiting for a wake-up only its own threads can send."""
-    from .formatter import as_dict
-    from .types import Finding
     loop = d.loops.get((view.pid, view.tid))
     if loop is None or loop["outside"] or view.kind not in ("poll", "loop-wakeup"):
         return
     if view.kind == "loop-wakeup":
         others = [v for v in d.by_pid.get(view.pid, []) if v is not view and v.top_stack]
-        item = Finding.about("event-loop-wakeup", view, loop_thread=view, threads=others,
-                             wakeup=[fd.get("target") or "fd %s" % fd.get("fd") for fd in loop["wakeup"]])
+        say(d, "event-loop-wakeup", view, loop_thread=view, threads=others,
+            wakeup=[fd.get("target") or "fd %s" % fd.get("fd") for fd in loop["wakeup"]])
     else:
-        item = Finding.about("event-loop-idle", view, loop_thread=view, timeout_ms=loop["timeout_ms"],
-                             listeners=[fd.get("local") or fd.get("target") for fd in loop["listeners"]])
-    d.findings.append(as_dict(item, d))
+        say(d, "event-loop-idle", view, loop_thread=view, timeout_ms=loop["timeout_ms"],
+            listeners=[fd.get("local") or fd.get("target") for fd in loop["listeners"]])
 
 
 def general_findings(d):
+    """Findings that stand on their own: guessed rank numbers, children not inspected, exited
+    processes, missing stacks, compile workers and compilers, threads in D state."""
     cap = d.capture
     from .graph import unnumbered_ranks
-    guessed = unnumbered_ranks(cap, d.roles)
+    guessed = unnumbered_ranks(d.proc_list, d.roles)
     if guessed:
-        d.findings.append(finding("unnumbered-ranks", "pids %s run torch.distributed (gloo/NCCL/TCP-store threads) "
-                                  "with no RANK variable: they are numbered here by pid, which may not be their "
-                                  "rank" % ", ".join(map(str, guessed))))
+        say(d, "unnumbered-ranks", pids=guessed)
     skipped = cap.get("skipped_children") or 0
     if skipped:
-        d.findings.append(finding("skipped-children", "%d child process(es) not inspected; add --children"
-                                  % skipped, pid=(cap.get("request") or {}).get("pid")))
+        say(d, "skipped-children", pid=d.root_pid, count=skipped)
     compilers = Counter()
-    for proc in d.procs.values():
-        if d.roles.get(proc["pid"]) == "compiler":
-            compilers[proc.get("comm") or "?"] += 1
+    for proc in d.proc_list:
+        if d.roles.get(proc.pid) == "compiler":
+            compilers[proc.comm or "?"] += 1
             continue  # short-lived by nature: summarised below, not one line each
-        if proc.get("exited_at") is not None:
-            d.findings.append(finding("exited", "%s exited at %.1f s into the window"
-                                      % (process_text(proc), proc["exited_at"]), pid=proc["pid"]))
-        py = proc.get("python") or {}
-        if not py.get("stacks"):
-            d.findings.append(finding("no-python-stacks", "%s: no Python stacks (%s)"
-                                      % (process_text(proc), py.get("reason") or "unknown"), pid=proc["pid"]))
-    workers = [p for p in d.procs.values() if d.roles.get(p["pid"]) == "compile-worker" and p.get("exited_at") is None]
+        if proc.exited_at is not None:
+            say(d, "exited", pid=proc.pid, proc=proc)
+        if not proc.python.get("stacks"):
+            say(d, "no-python-stacks", pid=proc.pid, proc=proc)
+    workers = [p for p in d.proc_list if d.roles.get(p.pid) == "compile-worker" and p.exited_at is None]
     if workers:
-        busy = [p for p in workers if (d.most_telling_thread(p["pid"]) or _NoView).kind in ("cpu", "compile")]
-        compiling = any(v.kind == "compile" for v in d.chain)
-        text = "inductor compile-worker pool: %d of %d workers busy" % (len(busy), len(workers))
-        if not busy and not compiling:
-            text += "; an idle pool is left over from earlier compiles and does not mean compiling"
-        d.findings.append(finding("compile-workers", text))
+        busy = [p for p in workers if (d.most_telling_thread(p.pid) or _NoView).kind in ("cpu", "compile")]
+        say(d, "compile-workers", busy=len(busy), workers=len(workers),
+            compiling=any(v.kind == "compile" for v in d.chain))
     if compilers:
-        d.findings.append(finding("compiler-processes", "%d compiler/linker processes ran during the window (%s)" % (
-            sum(compilers.values()), ", ".join("%s x%d" % (c, n) for c, n in compilers.most_common()))))
+        say(d, "compiler-processes", compilers=compilers)
     for view in d.views:
         d_share = sum(n for label, n in view.activity.items() if label.startswith("D:")) / max(view.n_samples, 1)
         if d_share >= 0.2:
-            d.findings.append(finding("d-state", "%s in uninterruptible sleep (D) %s of the window"
-                                      % (view.label, pct(d_share)), view))
-
+            say(d, "d-state", view, thread=view, share=d_share)

@@ -67,14 +67,15 @@ def describe_thread(view):
     frame = frame_text(view.user_frame())
     if frame:
         parts.append("Python frame %s" % frame)
-    elif view.n_stack_samples == 0 and not (view.proc.get("python") or {}).get("stacks"):
-        parts.append("no Python stacks (%s)" % ((view.proc.get("python") or {}).get("reason") or "not sampled"))
+    elif view.n_stack_samples == 0 and not view.proc.python.get("stacks"):
+        parts.append("no Python stacks (%s)" % (view.proc.python.get("reason") or "not sampled"))
     return "; ".join(parts)
 
 
 def process_text(proc, limit=100):
-    cmd = " ".join(proc.get("cmdline") or []) or proc.get("comm") or "?"
-    return "pid %d (%s)" % (proc["pid"], " ".join(cmd.split())[:limit])
+    """"pid N (command line)" of a types.Process."""
+    cmd = " ".join(proc.cmdline) or proc.comm or "?"
+    return "pid %d (%s)" % (proc.pid, " ".join(cmd.split())[:limit])
 
 
 def describe_target(info):

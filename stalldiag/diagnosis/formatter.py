@@ -1,11 +1,11 @@
-"""Every sentence the wait-for graph's findings say, written from their facts.
+"""Every sentence the diagnosis's findings say, written from their facts.
 
-edges.py and walk.py find; this module says.  One function per finding kind, each
+edges.py, walk.py and evidence.py find; this module says.  One function per finding kind, each
 taking the Finding's facts; as_dict() gives the report's {"kind", "summary", "pid",
 "tid"} record (a few internal kinds share a report kind: a pool deadlock is a
 deadlock, a missed task_done() an orphaned wait).
 """
-from .explain import code_text, frame_text, process_text
+from .explain import code_text, frame_text, pct, process_text
 from .types import Finding
 
 LOCK_TYPES = {"FLOCK": "flock()", "POSIX": "POSIX (fcntl/lockf)", "OFDLCK": "open-file-description (OFD)",
@@ -279,7 +279,162 @@ def event_loop_wakeup(g, loop_thread, wakeup, threads):
     return text
 
 
+# --- evidence.py's findings: the numbers around a verdict, and findings on their own ----------
+
+def dataloader_starved(g, loop, starved, states, duration, read_bytes, rchar, files):
+    text = "the training loop is starved: %s waited on DataLoader workers in %s of its stack samples" % (
+        loop.label, pct(starved))
+    if states:
+        text += "; %d workers: %s" % (sum(states.values()), ", ".join("%d %s" % (n, k) for k, n in states.most_common()))
+        if duration:
+            text += "; workers read %.1f MB/s from storage (%.1f MB/s in all)" % (
+                read_bytes / duration / 1e6, rchar / duration / 1e6)
+        if files:
+            text += "; reading %s" % "; ".join(files[:4])
+    return text
+
+
+def compiling(g, compiler, share, duration, target, runs):
+    text = "%s compiling in %s of stack samples (%.1f s of the %.1f s window)" % (
+        compiler.label, pct(share), share * duration, duration)
+    if target:
+        text += "; compiling what %s calls" % target
+    if runs > 1:
+        text += "; compilation started %d separate times in the window: looks like repeated recompiles" % runs
+    return text
+
+
+def rank_groups_text(g, waiting, outliers):
+    label = lambda pid: "%s (pid %d)" % (g.roles.get(pid), pid)
+    return "ranks in the collective/rendezvous: %s; elsewhere: %s" % (
+        ", ".join(label(p) for p in waiting) or "none", ", ".join(label(p) for p in outliers) or "none")
+
+
+def missing_ranks(g, missing, world):
+    return "ranks %s of world size %s never joined (no process with that RANK in the inspected tree)" % (
+        missing, world)
+
+
+def hung_kernel(g, waiter, gpu):
+    return ("GPU %d reads %.0f%% busy but only %.1f%% of SMs are active and tensor cores idle: the kernel looks "
+            "hung or spinning, while %s waits for it" % (gpu.index, gpu.util, gpu.sm, waiter.label))
+
+
+def gpu_bound(g, gpu):
+    return ("GPU %d is really computing (SM %.0f%%, tensor %.0f%%): the run is GPU-bound, the host waits for "
+            "kernels that are doing work" % (gpu.index, gpu.sm, gpu.tensor or 0))
+
+
+def collective_on_gpu(g, waiter, gpu):
+    return ("%s waits on GPU %d, which reads %.0f%% busy with %s: a communication kernel (NCCL) waiting for its "
+            "peer, not compute" % (waiter.label, gpu.index, gpu.util, "SM %.1f%%, tensor %.1f%%" % (
+                gpu.sm, gpu.tensor or 0) if gpu.has_gpm else "no GPM data"))
+
+
+def launch_bound(g, host, gpu):
+    return ("launch-bound: GPU %d is nearly idle (utilization %.0f%%, SM %.1f%%) while %s spends the window on "
+            "the CPU issuing work: the host, not the GPU, sets the pace (small kernels, Python overhead; CUDA "
+            "graphs or larger batches help)" % (gpu.index, gpu.util or 0, gpu.sm or 0, host.label))
+
+
+def gpu_starved(g, gpu):
+    return ("GPU %d idle: utilization %.0f%%, idle in %.0f%% of samples while the training loop waits for its "
+            "input pipeline" % (gpu.index, gpu.util, 100 * gpu.idle_share))
+
+
+def xid(g, event):
+    return "Xid %s on GPU %s at %.1f s" % (event.get("xid"), event.get("device"), event.get("t", 0))
+
+
+def ecc(g, index, errors):
+    return "GPU %d: %d new uncorrected ECC errors during the window" % (index, errors)
+
+
+def gpu_throttled(g, gpu, reasons):
+    from ..knowledge.gpu import reasons_text
+    return "GPU %d clocks slowed by %s" % (gpu.index, ", ".join(reasons_text(reasons)))
+
+
+def waker_unseen(g, waiter, record):
+    return "%s waits on %s (%s): its waker cannot be seen: %s" % (
+        waiter.label, record.get("target") or record.get("wait"), record.get("syscall") or record.get("wait"),
+        record["why_unseen"])
+
+
+def mount(g, waiter, record):
+    where = record["mount"]
+    served = ", ".join("pid %s (%s)" % (s.get("pid"), s.get("comm")) for s in where.get("served_by") or [])
+    text = "%s waits on %s, on %s (%s from %s%s)%s" % (
+        waiter.label, record.get("target"), where.get("mountpoint"), where.get("fstype"), where.get("source") or "?",
+        ", server %s" % where["server"] if where.get("server") else "", "; served by %s" % served if served else "")
+    if record.get("kernel_stack"):
+        text += "; kernel stack: %s" % " < ".join(record["kernel_stack"][:6])
+    return text
+
+
+def event_loop_blocked(g, loop_thread):
+    from .graph import doing_call
+    return ("%s runs an asyncio event loop, and one step has held it for the whole window: %s at %s inside a "
+            "coroutine or callback, without awaiting, so no other task of that loop runs (await an async call "
+            "instead, or move the work to an executor)" % (
+                loop_thread.label, doing_call(loop_thread), frame_text(loop_thread.user_frame()) or "?"))
+
+
+def unnumbered_ranks(g, pids):
+    return ("pids %s run torch.distributed (gloo/NCCL/TCP-store threads) with no RANK variable: they are numbered "
+            "here by pid, which may not be their rank" % ", ".join(map(str, pids)))
+
+
+def skipped_children(g, count):
+    return "%d child process(es) not inspected; add --children" % count
+
+
+def exited(g, proc):
+    return "%s exited at %.1f s into the window" % (process_text(proc), proc.exited_at)
+
+
+def no_python_stacks(g, proc):
+    return "%s: no Python stacks (%s)" % (process_text(proc), proc.python.get("reason") or "unknown")
+
+
+def compile_workers(g, busy, workers, compiling):
+    text = "inductor compile-worker pool: %d of %d workers busy" % (busy, workers)
+    if not busy and not compiling:
+        text += "; an idle pool is left over from earlier compiles and does not mean compiling"
+    return text
+
+
+def compiler_processes(g, compilers):
+    return "%d compiler/linker processes ran during the window (%s)" % (
+        sum(compilers.values()), ", ".join("%s x%d" % (c, n) for c, n in compilers.most_common()))
+
+
+def d_state(g, thread, share):
+    return "%s in uninterruptible sleep (D) %s of the window" % (thread.label, pct(share))
+
+
 SAY = {
+    "dataloader-starved": dataloader_starved,
+    "compiling": compiling,
+    "missing-ranks": missing_ranks,
+    "hung-kernel": hung_kernel,
+    "gpu-bound": gpu_bound,
+    "collective-on-gpu": collective_on_gpu,
+    "launch-bound": launch_bound,
+    "gpu-starved": gpu_starved,
+    "xid": xid,
+    "ecc": ecc,
+    "gpu-throttled": gpu_throttled,
+    "waker-unseen": waker_unseen,
+    "mount": mount,
+    "event-loop-blocked": event_loop_blocked,
+    "unnumbered-ranks": unnumbered_ranks,
+    "skipped-children": skipped_children,
+    "exited": exited,
+    "no-python-stacks": no_python_stacks,
+    "compile-workers": compile_workers,
+    "compiler-processes": compiler_processes,
+    "d-state": d_state,
     "event-loop-idle": event_loop_idle,
     "event-loop-wakeup": event_loop_wakeup,
     "peer-not-serving": peer_not_serving,

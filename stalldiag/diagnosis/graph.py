@@ -20,6 +20,7 @@ from .gpu import device_summaries, devices_of
 from .progress import stuck
 from .state import RUNNING_SHARE, classify, process_condition
 from .threads import THREAD_WAIT_KINDS, thread_views
+from .types import Window, processes
 
 ACTIVITY_RANK = {
     "compile": 7, "cpu": 6, "io": 5, "network": 4, "child": 4, "gpu": 4, "cuda": 4, "lock": 3,
@@ -35,23 +36,22 @@ OUTSIDE_WHY = {"lock-holder": "holds a lock it waits for", "pipe-peer": "the oth
                "waker": "holds the other end of what it waits on"}
 
 
-def assign_roles(capture, views_by_pid=None):
-    """pid -> role: launcher, main, rank N, dataloader-worker, compile-worker, compiler, child."""
-    procs = capture.get("processes") or []
-    root_pid = (capture.get("request") or {}).get("pid")
+def assign_roles(procs, root_pid, views_by_pid=None):
+    """pid -> role: launcher, main, rank N, dataloader-worker, compile-worker, compiler, child.
+    procs: types.Process records; root_pid: the pid inspected."""
     views_by_pid = views_by_pid or {}
     roles = {}
     for proc in procs:
-        pid = proc["pid"]
-        row = match_process(proc.get("comm"), proc.get("cmdline"))
+        pid = proc.pid
+        row = match_process(proc.comm, proc.cmdline)
         contexts = set()
         for view in views_by_pid.get(pid, []):
             contexts.update(k for k, share in view.context_share.items() if share > 0)
-        rank = first_var(proc.get("env"), RANK_VARS)
-        if proc.get("outside_tree"):
-            roles[pid] = "outside the job (%s)" % OUTSIDE_WHY.get(proc.get("role_hint"), "related")
+        rank = first_var(proc.env, RANK_VARS)
+        if proc.outside_tree:
+            roles[pid] = "outside the job (%s)" % OUTSIDE_WHY.get(proc.role_hint, "related")
         elif row is not None and row.role == "launcher":
-            if pid == root_pid and len(procs) > 1 or any(p.get("ppid") == pid for p in procs):
+            if pid == root_pid and len(procs) > 1 or any(p.ppid == pid for p in procs):
                 roles[pid] = "launcher"
         elif row is not None:
             roles[pid] = row.role
@@ -60,10 +60,10 @@ def assign_roles(capture, views_by_pid=None):
         elif rank is not None:
             roles[pid] = "rank %d" % rank
     _unnumbered_ranks(procs, roles, root_pid)
-    main = focus_process(capture, roles)
+    main = focus_process(procs, root_pid, roles)
     for proc in procs:
-        if proc["pid"] not in roles:
-            roles[proc["pid"]] = "main" if main is not None and proc is main else "child"
+        if proc.pid not in roles:
+            roles[proc.pid] = "main" if main is not None and proc is main else "child"
     return roles
 
 
@@ -72,8 +72,8 @@ def _unnumbered_ranks(procs, roles, root_pid):
     by pid (the report says so: unnumbered-ranks); a root that started them is their launcher."""
     if any(str(role).startswith("rank ") for role in roles.values()):
         return
-    ranks = sorted(p["pid"] for p in procs if p["pid"] not in roles and not p.get("outside_tree")
-                   and runs_distributed(t.get("name") for t in p.get("threads") or []))
+    ranks = sorted(p.pid for p in procs if p.pid not in roles and not p.outside_tree
+                   and runs_distributed(t.name for t in p.threads))
     if not [pid for pid in ranks if pid != root_pid]:
         return   # one process using gloo alone is not a job of ranks
     for number, pid in enumerate(ranks):
@@ -82,27 +82,25 @@ def _unnumbered_ranks(procs, roles, root_pid):
         roles[root_pid] = "launcher"
 
 
-def unnumbered_ranks(capture, roles):
+def unnumbered_ranks(procs, roles):
     """Ranks whose number is their place in pid order, not a RANK variable."""
-    envs = {p["pid"]: p.get("env") for p in capture.get("processes") or []}
+    envs = {p.pid: p.env for p in procs}
     return sorted(pid for pid, role in roles.items() if str(role).startswith("rank ")
                   and first_var(envs.get(pid), RANK_VARS) is None)
 
 
-def focus_process(capture, roles=None):
+def focus_process(procs, root_pid, roles=None):
     """The process whose progress we judge: the root, or below a launcher its first worker child."""
-    procs = capture.get("processes") or []
     if not procs:
         return None
     roles = roles or {}
-    root_pid = (capture.get("request") or {}).get("pid")
-    root = next((p for p in procs if p["pid"] == root_pid), procs[0])
-    if roles.get(root["pid"]) not in LAUNCHER_ROLES:
+    root = next((p for p in procs if p.pid == root_pid), procs[0])
+    if roles.get(root.pid) not in LAUNCHER_ROLES:
         return root
-    below = [p for p in procs if p is not root and roles.get(p["pid"]) not in LAUNCHER_ROLES + ("compiler",)]
-    ranked = sorted(below, key=lambda p: (not (p.get("python") or {}).get("stacks"),
-                                          not str(roles.get(p["pid"], "")).startswith("rank"),
-                                          _rank_number(roles.get(p["pid"])), p["pid"]))
+    below = [p for p in procs if p is not root and roles.get(p.pid) not in LAUNCHER_ROLES + ("compiler",)]
+    ranked = sorted(below, key=lambda p: (not p.python.get("stacks"),
+                                          not str(roles.get(p.pid, "")).startswith("rank"),
+                                          _rank_number(roles.get(p.pid)), p.pid))
     return ranked[0] if ranked else root
 
 
@@ -123,19 +121,22 @@ class WaitGraph:
     """
     def __init__(self, capture):
         self.capture = capture
-        self.views = thread_views(capture)
+        self.window = Window.of(capture)
+        self.root_pid = (capture.get("request") or {}).get("pid")
+        self.proc_list = processes(capture)
+        self.procs = {p.pid: p for p in self.proc_list}
+        self.views = thread_views(capture, self.proc_list)
         self.by_pid = {}
         for view in self.views:
             self.by_pid.setdefault(view.pid, []).append(view)
-        self.procs = {p["pid"]: p for p in capture.get("processes") or []}
-        self.roles = assign_roles(capture, self.by_pid)
+        self.roles = assign_roles(self.proc_list, self.root_pid, self.by_pid)
         self.findings = []     # report dicts, from formatter.as_dict and evidence.py
         self.chain = []        # the walk's chain (set by diagnose)
         self.walk = None
         self._edges = {}
-        self.holders = _endpoint_holders(capture)
+        self.holders = _endpoint_holders(self.proc_list)
         self.gpus = device_summaries(capture)
-        duration = (capture.get("window") or {}).get("duration_s") or 0
+        duration = self.window.duration_s or 0
         self.states = {}
         for view in self.views:
             view.state = classify(view, duration, self.gpus, devices_of(capture, view.pid))
@@ -163,10 +164,10 @@ class WaitGraph:
     # --- where to start ----------------------------------------------------------
 
     def focus_thread(self):
-        proc = focus_process(self.capture, self.roles)
+        proc = focus_process(self.proc_list, self.root_pid, self.roles)
         if proc is None:
             return None
-        return self.main_thread(proc["pid"])
+        return self.main_thread(proc.pid)
 
     def weight(self, view):
         """How much a thread's activity explains a wait: what it does (ACTIVITY_RANK), for what
@@ -254,11 +255,13 @@ class WaitGraph:
         return self.holders.get("socket:[%s]" % peer, ()) if peer else ()
 
     def live_children(self, pid):
-        return [p for p in self.procs.values() if p.get("ppid") == pid and p.get("exited_at") is None]
+        return [p for p in self.proc_list if p.ppid == pid and p.exited_at is None]
 
     def related(self, pid_a, pid_b):
-        a, b = self.procs.get(pid_a, {}), self.procs.get(pid_b, {})
-        return a.get("ppid") == pid_b or b.get("ppid") == pid_a or (a.get("ppid") and a.get("ppid") == b.get("ppid"))
+        a, b = self.procs.get(pid_a), self.procs.get(pid_b)
+        if a is None or b is None:
+            return False
+        return a.ppid == pid_b or b.ppid == pid_a or bool(a.ppid and a.ppid == b.ppid)
 
     def process_halted(self, pid):
         return process_condition(self.by_pid.get(pid, []), self.states) is not None
@@ -276,7 +279,7 @@ class WaitGraph:
     def descendants(self, pid):
         children = {}
         for proc in self.procs.values():
-            children.setdefault(proc.get("ppid"), []).append(proc["pid"])
+            children.setdefault(proc.ppid, []).append(proc.pid)
         out, todo = [], list(children.get(pid, []))
         while todo:
             child = todo.pop()
@@ -346,13 +349,13 @@ def idle_helper(view):
     return not view.top_stack and (view.cpu_seconds or 0) < 0.05 and view.kind not in ("cpu", "io", "compile")
 
 
-def _endpoint_holders(capture):
+def _endpoint_holders(procs):
     holders = {}
-    for proc in capture.get("processes") or []:
-        if proc.get("exited_at") is not None:
+    for proc in procs:
+        if proc.exited_at is not None:
             continue
-        for target in (proc.get("endpoints") or {}):
-            holders.setdefault(target, set()).add(proc["pid"])
+        for target in proc.endpoints:
+            holders.setdefault(target, set()).add(proc.pid)
     return holders
 
 

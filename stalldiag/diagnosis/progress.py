@@ -15,6 +15,8 @@ not from what it prints.
 """
 import os
 
+from .types import Process
+
 # Least CPU use, as a share of one core over the span, that counts as work.
 CPU_WORK = 0.2
 GPU_WORK = 5.0   # % NVML utilization
@@ -49,7 +51,7 @@ def blockers(d):
         if item["kind"] in STALL_FINDINGS and item.get("failing", True):   # (a retry that shows failures)
             out.append("%s (it cannot resolve by itself)" % item["summary"])
     focus = d.chain[0] if d.chain else None
-    duration = (d.capture.get("window") or {}).get("duration_s") or 0
+    duration = d.window.duration_s or 0
     if focus is not None and starved(focus, duration) and len(d.chain) > 1:
         if d.walk.out_of(focus) is not None and d.walk.out_of(focus).kind == "gil":
             out.append("%s waited for the GIL for the whole window" % focus.label)
@@ -93,8 +95,10 @@ def _key(entry):
 
 
 def file_changes(proc):
-    """(read, written, opened) files of a process over the window, from its two fd snapshots."""
-    start, end = _by_fd(proc.get("files_start")), _by_fd(proc.get("files_end"))
+    """(read, written, opened) files of a process over the window, from its two fd snapshots.
+    proc: a types.Process or a capture's process dict."""
+    proc = Process.of(proc)
+    start, end = _by_fd(proc.files_start), _by_fd(proc.files_end)
     read, written, opened = [], [], []
     for fd, after in end.items():
         if after.get("kind") != "file" or fd <= 2:
@@ -114,8 +118,10 @@ def file_changes(proc):
 
 
 def stdio_changes(proc, window_end_wall):
-    """What fd 1 and 2 point at, bytes they received, and how long a file target has been unchanged."""
-    start, end = _by_fd(proc.get("files_start")), _by_fd(proc.get("files_end"))
+    """What fd 1 and 2 point at, bytes they received, and how long a file target has been unchanged.
+    proc: a types.Process or a capture's process dict."""
+    proc = Process.of(proc)
+    start, end = _by_fd(proc.files_start), _by_fd(proc.files_end)
     out = {}
     for fd in (1, 2):
         after = end.get(fd) or start.get(fd)
@@ -131,22 +137,22 @@ def stdio_changes(proc, window_end_wall):
     return out
 
 
-def assess(capture, views, gpus, halted=()):
-    """{"state": "making progress" | "no progress seen", "evidence": [...]}.
+def assess(window, procs, views, gpus, halted=()):
+    """{"state": "making progress" | "no progress seen", "evidence": [...]}, of a types.Window and
+    the types.Process records.
 
     halted: sentences for processes the job needs that are stopped or frozen
     (a rank, a process on the wait chain): with one of them the job makes no
     progress, whatever the others' CPUs do.  CPU time of a thread that
     spin-waits is not work either.
     """
-    window = capture.get("window") or {}
-    duration = window.get("duration_s") or 0
+    duration = window.duration_s or 0
     evidence = list(halted)
     progress = False
     shared_writes = {}
     recent_writes = {}     # path -> [size, pids]: a file changed in a directory several processes write to
-    for proc in capture.get("processes") or []:
-        label = "pid %d" % proc["pid"]
+    for proc in procs:
+        label = "pid %d" % proc.pid
         read, written, opened = file_changes(proc)
         if written:
             progress = True
@@ -154,21 +160,21 @@ def assess(capture, views, gpus, halted=()):
                 # A log file every worker writes to is one piece of evidence, not one per process.
                 entry = shared_writes.setdefault(w["target"], [0, []])
                 entry[0] = max(entry[0], w["delta"])
-                entry[1].append(proc["pid"])
+                entry[1].append(proc.pid)
         if read:
             progress = True
             evidence.append("%s read on in %s" % (label, ", ".join(
                 "%s (+%d bytes, now at %s)" % (r["target"], r["delta"], _at(r)) for r in read[:4])))
-        io = proc.get("io") or {}
+        io = proc.io
         # A file changed in a directory it writes to counts only if this process
         # wrote during the window (another process may have changed it).
-        recent = [f for f in proc.get("recent_files") or []
+        recent = [f for f in proc.recent_files
                   if f["path"] not in {w.get("target") for w in written} and io.get("wchar", 0) > 0]
         for f in recent:
             progress = True
             entry = recent_writes.setdefault(f["path"], [f["size"], []])
-            entry[1].append(proc["pid"])
-        kernel = proc.get("kernel") or {}
+            entry[1].append(proc.pid)
+        kernel = proc.kernel
         majflt = (kernel.get("faults") or {}).get("majflt") or 0
         if majflt and io.get("read_bytes", 0) and kernel.get("data_mappings"):
             # Memory-mapped data advances through page faults: no read(), no file offset.
@@ -252,12 +258,11 @@ def _at(entry):
     return "offset %d" % entry.get("pos", 0)
 
 
-def silent_output(capture, focus_proc, progress):
+def silent_output(window, focus_proc, progress):
     """A finding when the run makes progress but its stdout/stderr received nothing."""
     if progress["state"] != "making progress" or focus_proc is None:
         return None
-    window = capture.get("window") or {}
-    end_wall = (window.get("start") or 0) + (window.get("duration_s") or 0)
+    end_wall = (window.start or 0) + (window.duration_s or 0)
     stdio = stdio_changes(focus_proc, end_wall)
     if not stdio:
         return None
@@ -272,7 +277,7 @@ def silent_output(capture, focus_proc, progress):
                 name, info["target"], " (unchanged for %.0f s)" % stale if stale is not None else ""))
         else:
             return None   # a TTY, pipe or socket, or a file that grew: not provably silent
-    env = focus_proc.get("env") or {}
+    env = focus_proc.env
     if stdio.get(1, {}).get("kind") != "tty":
         if env.get("PYTHONUNBUFFERED") in (None, "", "0"):
             reasons.append("stdout is not a TTY, so Python block-buffers print() (about 8 KiB) and "

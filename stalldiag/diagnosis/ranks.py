@@ -31,7 +31,7 @@ def rank_rows(d):
         if not str(role).startswith("rank "):
             continue
         view = d.main_thread(pid)
-        env = (d.procs.get(pid) or {}).get("env") or {}
+        env = d.procs[pid].env if pid in d.procs else {}
         rows.append({
             "rank": int(role.split()[1]),
             "local_rank": first_var(env, LOCAL_RANK_VARS),

@@ -57,14 +57,14 @@ class ThreadState:
 def classify(view, duration, gpus=None, gpu_devices=()):
     """The ThreadState of one ThreadView over a window of `duration` seconds."""
     proc = view.proc
-    kernel = proc.get("kernel") or {}
+    kernel = proc.kernel
     n = view.n_samples
     states = view.states
     share = (lambda *keys: sum(states.get(k, 0) for k in keys) / n) if n else (lambda *keys: 0.0)
     numbers = {"cpu_s": view.cpu_seconds, "wall_s": duration}
     if view.cpu_seconds is not None and duration:
         numbers["cpu_share"] = round(view.cpu_seconds / duration, 3)
-    sched = view.thread.get("sched") or {}
+    sched = view.thread.sched
     if sched:
         numbers["run_s"] = round(sched.get("run_ns", 0) / 1e9, 3)
         numbers["runnable_wait_s"] = round(sched.get("wait_ns", 0) / 1e9, 3)
@@ -126,7 +126,7 @@ def _woken_loop(view, duration, cpu_share):
     """A thread caught runnable in the samples that got almost no CPU while sleeping and waking
     many times a second is a timed wait in a loop (the GIL's 5 ms waits, a condition with a
     timeout) on a busy machine, not a computing or CPU-starved thread."""
-    ctx = view.thread.get("ctx") or {}
+    ctx = view.thread.ctx
     if not ctx or not duration or view.cpu_seconds is None or cpu_share >= WOKEN_CPU_SHARE:
         return None
     rate = ctx.get("voluntary", 0) / duration
@@ -148,7 +148,7 @@ def _on_cpu(view, kernel, duration, numbers, gpu_devices, gpus):
                            "%.1f s, throttled %d times for %.1f s" % (
                                limit, view.cpu_seconds or 0, duration, cpu["nr_throttled"], throttled_s),
                            numbers, progressing=True)
-    sched = view.thread.get("sched") or {}
+    sched = view.thread.sched
     run, wait = sched.get("run_ns", 0) / 1e9, sched.get("wait_ns", 0) / 1e9
     # (A thread that only wakes to go back to sleep was taken out by _woken_loop before this.)
     if duration and wait >= THROTTLED_SHARE * duration and wait >= CONTENDED * run:
@@ -170,7 +170,7 @@ def _spin_target(view, duration, gpu_devices, gpus):
     """
     if view.n_stack_samples < MIN_STACKS or view.top_stack_count < FROZEN_STACK * view.n_stack_samples:
         return None
-    ctx = view.thread.get("ctx") or {}
+    ctx = view.thread.ctx
     if ctx and duration and ctx.get("voluntary", 0) > SPIN_SWITCHES * duration:
         return None
     if any(label not in ("running",) for label in view.activity if view.activity[label] > 0.1 * view.n_samples):

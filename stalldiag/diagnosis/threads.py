@@ -9,6 +9,7 @@ from collections import Counter
 
 from ..knowledge import frames as frame_table
 from ..knowledge.syscalls import wait_kind, wchan_kind
+from .types import Frame, processes
 
 # Waits on another thread of the same process, known from Python frames.
 THREAD_WAIT_KINDS = ("thread-join", "queue-get", "queue-put", "condition", "event", "future", "semaphore")
@@ -45,17 +46,17 @@ class ThreadView:
     """What one thread did over the window, ready for rules and renderers."""
 
     def __init__(self, proc, thread, capture):
-        self.proc = proc
-        self.thread = thread
+        self.proc = proc             # a types.Process
+        self.thread = thread         # a types.Thread
         self.state = None            # a state.ThreadState, set by the graph once GPUs are known
-        self.pid = proc["pid"]
-        self.tid = thread["tid"]
-        self.name = thread.get("python_name") or thread.get("name") or "?"
-        self.comm = thread.get("name")
+        self.pid = proc.pid
+        self.tid = thread.tid
+        self.name = thread.python_name or thread.name or "?"
+        self.comm = thread.name
         self.is_main = self.tid == self.pid
-        self.cpu_seconds = thread.get("cpu_seconds")
-        samples = thread.get("samples") or []
-        details = proc.get("details") or []
+        self.cpu_seconds = thread.cpu_seconds
+        samples = thread.samples
+        details = proc.details
         self.n_samples = len(samples)
         self.activity = Counter()   # "running", "futex", "read", "D:io_schedule", ...
         self.kernel_kinds = Counter()
@@ -73,7 +74,7 @@ class ThreadView:
             if detail_index is not None:
                 self.detail_counts[detail_index] += n
         self.details = details
-        self.stacks = _expand_stacks(thread.get("stack_samples") or [], capture)
+        self.stacks = _expand_stacks(thread.stack_samples, capture)
         self.n_stack_samples = sum(n for _s, n in self.stacks)
         self.top_stack, self.top_stack_count = (self.stacks_by_count()[0] if self.stacks else (None, 0))
         self.frame_matches = frame_table.match_stack(self.top_stack) if self.top_stack else []
@@ -165,9 +166,9 @@ def _wait_frame_kind(stack, matches):
 
 
 def _holds_gpu(proc, capture):
-    if any(t.startswith("/dev/nvidia") and t[len("/dev/nvidia"):].isdigit() for t in proc.get("endpoints") or {}):
+    if any(t.startswith("/dev/nvidia") and t[len("/dev/nvidia"):].isdigit() for t in proc.endpoints):
         return True
-    return str(proc["pid"]) in ((capture.get("gpu") or {}).get("processes") or {})
+    return str(proc.pid) in ((capture.get("gpu") or {}).get("processes") or {})
 
 
 def _source_share(stacks, total, kind):
@@ -260,15 +261,16 @@ def _expand_stacks(runs, capture):
         try:
             stack_id, count = run
             ids = stacks[stack_id]
-            out.append(([frames[i] for i in ids], count))
+            out.append(([Frame.of(frames[i]) for i in ids], count))
         except (IndexError, TypeError, ValueError):
             continue
     return out
 
 
-def thread_views(capture):
+def thread_views(capture, procs=None):
+    """A ThreadView of every thread; procs: the capture's types.Process records, if made."""
     views = []
-    for proc in capture.get("processes") or []:
-        for thread in proc.get("threads") or []:
+    for proc in procs if procs is not None else processes(capture):
+        for thread in proc.threads:
             views.append(ThreadView(proc, thread, capture))
     return views

@@ -1,13 +1,121 @@
-"""The records the diagnosis passes between its steps.
+"""The records the diagnosis reads and passes between its steps.
 
+A capture is plain JSON data (capture.py); the diagnosis reads it through these records,
+made once when the graph is built, so no step digs through nested dicts:
+Window   the sampling window: its start, length, rates and the clock tick of CPU times.
+Process  one process of the tree: identity, what the probes read of it, its threads.
+Thread   one thread: its /proc samples, its Python stack samples, CPU and scheduler counts.
+Frame    one Python frame: function, file, line, and the source py-spy's line points at
+         (its code, enclosing loop, except handlers), where it was read.
 Edge     one wait-for edge: who waits, who would end the wait (or None: nothing will), the
          kind of wait, and plain facts for the formatter.  Built once per waiting thread,
          the same whatever order the walk takes.
 Finding  a structured observation: a kind, the thread or process it is about, and facts.
          Its sentence is written by formatter.py, never by whoever found it.
 """
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, Dict, List, NamedTuple, Optional
+
+
+def _from_dict(cls, data, **overrides):
+    """cls built from a capture's dict: known fields only, a missing or null container as an
+    empty one (old captures lack the newer fields)."""
+    values = {}
+    for f in fields(cls):
+        if f.name in overrides:
+            values[f.name] = overrides[f.name]
+            continue
+        value = data.get(f.name)
+        if value is None and f.default_factory is not MISSING:
+            value = f.default_factory()
+        values[f.name] = value
+    return cls(**values)
+
+
+class Frame(NamedTuple):
+    function: str
+    file: str
+    line: Optional[int]
+    source: Optional[Dict[str, Any]] = None   # {"code", "loop", "within", ...} where read
+
+    @classmethod
+    def of(cls, raw):
+        raw = list(raw) + [None] * (4 - len(raw))
+        return cls(raw[0], raw[1], raw[2], raw[3] if isinstance(raw[3], dict) else None)
+
+
+@dataclass
+class Window:
+    start: Optional[float] = None
+    duration_s: Optional[float] = None
+    samples: Optional[int] = None
+    rate_hz: Optional[float] = None
+    stack_rate_hz: Optional[float] = None
+    clock_tick: Optional[int] = None
+    interrupted: Optional[str] = None
+
+    @classmethod
+    def of(cls, capture):
+        return _from_dict(cls, capture.get("window") or {})
+
+
+@dataclass
+class Thread:
+    tid: int
+    name: Optional[str] = None            # /proc comm
+    python_name: Optional[str] = None     # threading's name, from py-spy
+    cpu_seconds: Optional[float] = None
+    ctx: Dict[str, int] = field(default_factory=dict)       # voluntary / involuntary switches
+    sched: Dict[str, int] = field(default_factory=dict)     # schedstat run_ns / wait_ns
+    samples: List[list] = field(default_factory=list)       # [t, state, syscall, detail index, wchan]
+    stack_samples: List[list] = field(default_factory=list) # [stack id, count]
+    first_seen: Optional[float] = None
+    last_seen: Optional[float] = None
+
+
+@dataclass
+class Process:
+    pid: int
+    ppid: Optional[int] = None
+    comm: Optional[str] = None
+    cmdline: List[str] = field(default_factory=list)
+    exe: Optional[str] = None
+    user: Optional[str] = None
+    uid: Optional[int] = None
+    nspid: Optional[int] = None
+    start_time: Optional[float] = None
+    first_seen: Optional[float] = None
+    last_seen: Optional[float] = None
+    exited_at: Optional[float] = None
+    cpu_seconds: Optional[float] = None
+    ctx_switches: Dict[str, int] = field(default_factory=dict)
+    io: Dict[str, int] = field(default_factory=dict)
+    kernel: Dict[str, Any] = field(default_factory=dict)     # cgroup, tracer, faults, mappings
+    python: Dict[str, Any] = field(default_factory=dict)     # py-spy: stacks, reason, version
+    details: List[Any] = field(default_factory=list)         # wait details the samples index
+    endpoints: Dict[str, List[int]] = field(default_factory=dict)   # pipe:/socket: -> fds
+    env: Dict[str, str] = field(default_factory=dict)        # the allow-listed variables only
+    files_start: List[Dict[str, Any]] = field(default_factory=list)
+    files_end: List[Dict[str, Any]] = field(default_factory=list)
+    recent_files: List[Dict[str, Any]] = field(default_factory=list)
+    role_hint: Optional[str] = None
+    outside_tree: bool = False
+    denied: List[str] = field(default_factory=list)
+    errors: List[str] = field(default_factory=list)
+    threads: List[Thread] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, raw):
+        """A Process from a capture's dict (or the Process itself)."""
+        if isinstance(raw, cls):
+            return raw
+        threads = [_from_dict(Thread, t) for t in raw.get("threads") or []]
+        return _from_dict(cls, raw, threads=threads, outside_tree=bool(raw.get("outside_tree")))
+
+
+def processes(capture):
+    """The capture's processes as records."""
+    return [Process.of(p) for p in capture.get("processes") or []]
 
 
 @dataclass

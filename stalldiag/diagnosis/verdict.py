@@ -143,7 +143,7 @@ def undrained_pipe(d):
             continue   # (a reader blocked writing a pipe of its own is the other half of a deadlock)
         detail = writer.top_detail() or {}
         fd = detail.get("fd") if isinstance(detail, dict) else None
-        if fd and fd.get("target") in ((d.procs.get(reader.pid) or {}).get("endpoints") or {}):
+        if fd and fd.get("target") in d.procs[reader.pid].endpoints:
             return writer, fd, reader
     return None
 
@@ -153,9 +153,11 @@ def _writes_pipe(view):
 
 
 def _proc_text(d, pid):
-    proc = d.procs.get(pid) or {"pid": pid}
+    proc = d.procs.get(pid)
+    if proc is None:
+        return "pid %d" % pid
     text = process_text(proc)
-    if proc.get("outside_tree"):
+    if proc.outside_tree:
         text += ", outside the inspected tree"
     return text
 
