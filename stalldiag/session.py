@@ -233,17 +233,27 @@ class Inspection:
 
     def _start_exact_counts(self, sampler):
         from .probes import syscall_counts
-        backend, tried = syscall_counts.choose_backend(self.syscall_backend)
-        if backend is None:
+        failed = []
+        while True:
+            # a backend that is installed may still fail to attach (bpftrace with no tracefs
+            # mounted, perf under a strict perf_event_paranoid): the next one is tried
+            backend, tried = syscall_counts.choose_backend(self.syscall_backend, skip=[n for n, _e in failed])
+            if backend is None:
+                break
+            self.notice("stalldiag: attaching exact syscall counting (%s)..." % backend.name)
+            counter = backend([pid for pid, _start in sampler.live.values()])
+            if counter.start():
+                if failed:
+                    self.limitations.append("--syscalls exact: %s, so %s counted" % (
+                        "; ".join("%s failed: %s" % (n, e) for n, e in failed), backend.name))
+                return counter
+            failed.append((backend.name, counter.error))
+        if failed:
+            self.limitations.append("--syscalls exact: %s" % "; ".join("%s failed: %s" % (n, e) for n, e in failed))
+        else:
             self.limitations.append("--syscalls exact: no backend works here (tried %s; install bpftrace, "
                                     "linux-perf or strace, and run as root)" % (", ".join(tried) or "none"))
-            return None
-        self.notice("stalldiag: attaching exact syscall counting (%s)..." % backend.name)
-        counter = backend([pid for pid, _start in sampler.live.values()])
-        if not counter.start():
-            self.limitations.append("--syscalls exact: %s" % counter.error)
-            return None
-        return counter
+        return None
 
     def _stop_exact_counts(self, counter):
         if counter is None:

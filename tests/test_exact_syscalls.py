@@ -118,3 +118,23 @@ def test_killing_stalldiag_never_leaves_the_target_traced(launch, tmp_path, sig)
     assert state(w.pid) in ("R", "S") and cpu_after > cpu_before   # still running, not stopped
     if sig != signal.SIGKILL:
         assert proc.returncode == {signal.SIGINT: 130, signal.SIGTERM: 143}[sig]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not set(AVAILABLE) - {"bpftrace"},
+                    reason="needs root and a backend besides bpftrace")
+def test_a_backend_that_fails_to_attach_gives_way_to_the_next(launch, tmp_path):
+    """bpftrace installed but unable to attach (no tracefs mounted on a fresh host): the next
+    backend counts, and the report says why bpftrace did not."""
+    shim = tmp_path / "bpftrace"
+    shim.write_text("#!/bin/sh\necho 'ERROR: tracefs not mounted' >&2\nexit 1\n")
+    shim.chmod(0o755)
+    w = launch("cpu_loop.py")
+    env = dict(os.environ, PATH="%s:%s" % (tmp_path, os.environ["PATH"]))
+    proc = subprocess.run([sys.executable, "-m", "stalldiag", "inspect", str(w.pid), "--duration", "1",
+                           "--syscalls", "exact", "--json"], capture_output=True, text=True, cwd=str(ROOT),
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["capture"]["exact_syscalls"]["backend"] in set(AVAILABLE) - {"bpftrace"}
+    said = " ".join(report["limitations"])
+    assert "bpftrace failed: bpftrace exited at start: ERROR: tracefs not mounted" in said, said

@@ -350,11 +350,12 @@ def _tgid_of(tid):
         return tid
 
 
-def choose_backend(preferred=None):
-    """The first backend that works here (or the one asked for), or None and why."""
-    tried = []
+def choose_backend(preferred=None, skip=()):
+    """The first backend that works here (or the one asked for), none of skip (names of those
+    that failed to attach), or None and the names tried."""
+    tried = list(skip)
     for backend in BACKENDS:
-        if preferred and backend.name != preferred:
+        if preferred and backend.name != preferred or backend.name in skip:
             continue
         if backend.available():
             return backend, tried
