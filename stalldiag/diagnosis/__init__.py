@@ -18,7 +18,6 @@ from .explain import describe_thread, detail_text, frame_text, process_text  # n
 from .formatter import as_dict
 from .graph import WaitGraph, finding
 from .verdict import CATEGORIES, choose_category, confidence_of, halted_phrase, summary_of, undrained_pipe  # noqa: F401
-from .retry import retrying
 from .types import Finding
 from .walk import walk
 
@@ -52,7 +51,7 @@ def diagnose(capture):
     event_loop_blocked(d, culprit)
     event_loop_waiting(d, culprit)
     unseen_wakers(d, [culprit] if culprit is d.chain[0] else [d.chain[0], culprit])
-    retry = retrying(capture, culprit) if (culprit.pid, culprit.tid) not in d.file_waits else None
+    retry = d.retry(culprit) if (culprit.pid, culprit.tid) not in d.file_waits else None
     if retry:
         d.findings.append(dict(as_dict(Finding.about("retry-loop", culprit, retrier=culprit, **retry), d),
                                failing=retry["failing"]))

@@ -19,7 +19,6 @@ lock: ...".  Mechanisms that end the chain by themselves (a deadlock, a lost
 pool task, a full pipe nobody drains) are findings with a category of their
 own (MECHANISMS).
 """
-from .retry import retrying
 from .threads import THREAD_WAIT_KINDS
 
 CATEGORIES = ("locks", "io", "compilation", "cuda", "collective", "network", "subprocess",
@@ -98,7 +97,7 @@ def root_kind(d, view):
     wait = d.file_waits.get((view.pid, view.tid))
     if wait and view.kind in ("sleep", "poll", "other") and is_lock_file(wait):
         return "lock"
-    if not wait and retrying(d.capture, view):
+    if not wait and d.retry(view):
         return "retry"
     return view.kind if view.kind in ROOTS else "unknown"
 
@@ -129,7 +128,7 @@ def python_lock_wait(waiter, holder):
     """A lock the user's code takes (`with lock:`, .acquire(), a semaphore) or a holder that is
     itself blocked on a lock.  A bare futex under a library call (backward() waiting for the
     autograd engine, a thread pool's join) waits for work: the other thread's kind decides."""
-    from .graph import lock_intent
+    from .locks import lock_intent
     return bool(lock_intent(waiter)["wants"]) or waiter.frame_kind in ("lock", "semaphore") or \
         holder.kind in ("lock", "stopped", "frozen") or not waiter.top_stack
 
@@ -147,7 +146,7 @@ def categorize(d, walk, mechanisms):
     link, _index = boundary_of(d, walk)
     if kind == "retry":
         # what the failing call is about decides, wherever the retry sits
-        category = retrying(d.capture, root)["category"] or "sleep"
+        category = d.retry(root)["category"] or "sleep"
         words = BOUNDARIES[link] if link else None
         return category, (words[1] if words and words[0] != category else None)
     return decide(kind, link)

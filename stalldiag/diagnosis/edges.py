@@ -29,9 +29,9 @@ from collections import Counter
 
 from ..knowledge import frames as frame_table
 from .gpu import devices_of
-from .graph import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, co_waiter, futex_word, held_locks,
-                    holds_same, idle_helper, in_file_lock, library_only, lock_intent, self_held, shared_futex,
-                    waited_targets)
+from .graph import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, co_waiter, idle_helper, in_file_lock,
+                    library_only, shared_futex, waited_targets)
+from .locks import LOCK_NAME, futex_word, held_in_window, held_locks, holds_same, lock_intent, self_held
 from .progress import STUCK_SHARE, stuck
 from .threads import THREAD_WAIT_KINDS
 from .types import Edge, Finding
@@ -108,7 +108,6 @@ def reentered(view):
     holding the same lock by name: the code was re-entered (a signal handler, a callback that
     logs into the queue it interrupted) and a Lock is not reentrant.  Library frames count:
     Queue.put inside Queue.put is the usual shape."""
-    from .graph import LOCK_NAME
     stack = frame_table.own_frames(view.top_stack)
     for depth, inner in enumerate(stack[:4]):
         source = inner[3] if len(inner) > 3 and isinstance(inner[3], dict) else {}
@@ -230,7 +229,6 @@ def held_at_fork(g, view):
         return None   # an exec'd program, not a fork of the parent
     lock_frame = next((view.top_stack[d] for d, row in view.frame_matches if row.kind in ("lock", "semaphore")), None)
     holder = None
-    from .graph import held_in_window
     for candidate in g.by_pid.get(parent.pid, []):
         if wants and wants in held_in_window(candidate):
             holder = candidate

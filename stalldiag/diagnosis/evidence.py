@@ -6,7 +6,7 @@ stacks, D state, compile workers).
 """
 from collections import Counter
 
-from .explain import detail_text, frame_text, pct
+from .explain import detail_text, frame_text
 from .formatter import as_dict
 from .types import Finding
 

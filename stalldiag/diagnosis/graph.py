@@ -5,19 +5,16 @@ their roles, and what the probes resolved (file locks, file waits, joins, the
 GIL holder, socket peers, host-wide wakers).  Its questions (a process's main or
 most telling thread, who maps a shared lock, who holds the other end of a
 socket) are what edges.py asks to find each waiting thread's edges; the edges
-themselves are found once per thread (WaitGraph.edges) and are data.  The
-helpers below read what a thread holds and wants from its frames' source.
-Framework knowledge stays in the knowledge tables.
+themselves are found once per thread (WaitGraph.edges) and are data.  What a
+thread holds and wants is read by locks.py; framework knowledge stays in the
+knowledge tables.
 """
-import re
-
-from ..knowledge import frames as frame_table
-from ..knowledge.frames import LOCK_ACQUIRE
 from ..knowledge.processes import match_process, runs_distributed
 from ..knowledge.ranks import RANK_VARS, first_var
 from .event_loop import loop_kind, loop_wait
 from .gpu import device_summaries, devices_of
 from .progress import stuck
+from .retry import retrying
 from .state import RUNNING_SHARE, classify, process_condition
 from .threads import THREAD_WAIT_KINDS, thread_views
 from .types import Window, processes
@@ -30,7 +27,6 @@ ACTIVITY_RANK = {
 }
 
 
-LOCK_NAME = re.compile(r"^(?:async\s+)?with\s+([\w.\[\]'\"]+)(?:\s*(?:,|as\b|:))")
 LAUNCHER_ROLES = ("launcher",)
 OUTSIDE_WHY = {"lock-holder": "holds a lock it waits for", "pipe-peer": "the other end of its pipe",
                "waker": "holds the other end of what it waits on"}
@@ -134,6 +130,7 @@ class WaitGraph:
         self.chain = []        # the walk's chain (set by diagnose)
         self.walk = None
         self._edges = {}
+        self._retries = {}
         self.holders = _endpoint_holders(self.proc_list)
         self.gpus = device_summaries(capture)
         duration = self.window.duration_s or 0
@@ -206,6 +203,13 @@ class WaitGraph:
             from .edges import find
             self._edges[key] = find(self, view)
         return self._edges[key]
+
+    def retry(self, view):
+        """retry.retrying() of view, found once (the category and the findings both ask)."""
+        key = (view.pid, view.tid)
+        if key not in self._retries:
+            self._retries[key] = retrying(self.capture, view)
+        return self._retries[key]
 
     def thread_on(self, pid, targets):
         """The thread of pid that waits on one of targets (the other end of a pipe or socket a
@@ -397,96 +401,10 @@ def shared_futex(view):
     return isinstance(detail, dict) and detail.get("shared")
 
 
-def lock_intent(view):
-    """Names of locks a thread holds (enclosing `with X:`, or an X.acquire() earlier in the
-    function) and wants (the line it waits on)."""
-    holds, wants = [], None
-    frame = view.user_frame()
-    if frame and len(frame) > 3 and isinstance(frame[3], dict):
-        code = frame[3].get("code") or ""
-        match = LOCK_NAME.match(code) or LOCK_ACQUIRE.search(code)
-        wants = match.group(1) if match else None
-        holds = [name for name, _held in _frame_holds(frame)]
-    return {"holds": holds, "wants": wants}
-
-
-def _frame_holds(frame):
-    """(name, source entry) of the locks one annotated frame is inside or took by hand."""
-    source = frame[3] if len(frame) > 3 and isinstance(frame[3], dict) else {}
-    found = []
-    for opener in source.get("within") or []:
-        match = LOCK_NAME.match(opener.get("code") or "")
-        if match:
-            found.append((match.group(1), opener))
-    for taken in source.get("acquired") or []:
-        match = LOCK_ACQUIRE.search(taken.get("code") or "")
-        if match:
-            found.append((match.group(1), taken))
-    return found
-
-
-def held_locks(view):
-    """(name, frame, source entry) of every lock the frames of a thread's top stack hold."""
-    return [(name, frame, held) for frame in frame_table.own_frames(view.top_stack)
-            for name, held in _frame_holds(frame)]
-
-
-def _method_class(frame):
-    # py-spy names methods "Class.method" on Python 3.11+; before, the source says
-    source = frame[3] if len(frame) > 3 and isinstance(frame[3], dict) else {}
-    if source.get("class"):
-        return source["class"]
-    return frame[0].rsplit(".", 1)[0] if frame[0] and "." in frame[0] else None
-
-
-def holds_same(holder, wants, waiter):
-    """holder holds a lock named `wants`; `self.x` counts only in a method of the waiter's class
-    (another class's lock of the same name is another lock)."""
-    cls = _method_class(waiter.user_frame()) if wants.startswith("self.") and waiter.user_frame() else None
-    return any(name == wants and (cls is None or _method_class(frame) in (cls, None))
-               for name, frame, _held in held_locks(holder))
-
-
-def self_held(view):
-    """(frame, source entry) where a thread already took the lock it now waits for, or None.
-    `self.x` in an outer frame is the same lock only in a method of the same class (another
-    object's lock of that name is a different lock); other names are taken to be the same."""
-    wants = lock_intent(view)["wants"]
-    inner = view.user_frame()
-    if not wants or not inner:
-        return None
-    cls = _method_class(inner)
-    for frame in frame_table.own_frames(view.top_stack):
-        if frame is not inner and wants.startswith("self.") and (cls is None or _method_class(frame) != cls):
-            continue
-        for name, held in _frame_holds(frame):
-            if name == wants:
-                return frame, held
-    return None
-
-
 def doing_call(view):
     call = view.activity.most_common(1)[0][0] if view.activity else "unknown"
     return "running" if call == "running" else "%s in %s" % ("blocked" if view.kind != "sleep" else "sleeping",
                                                               call)
-
-
-def futex_word(view):
-    detail = view.top_detail()
-    return detail.get("futex") if isinstance(detail, dict) else None
-
-
-def held_in_window(view):
-    """Lock names a thread was inside (`with X:` around its own code) in any stack sample."""
-    names = set()
-    for frames, _count in view.stacks_by_count():
-        for frame in frame_table.own_frames(frames):
-            source = frame[3] if len(frame) > 3 and isinstance(frame[3], dict) else None
-            for opener in (source or {}).get("within") or []:
-                match = LOCK_NAME.match(opener.get("code") or "")
-                if match:
-                    names.add(match.group(1))
-    return names
 
 
 def finding(kind, summary, view=None, pid=None):
