@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -49,3 +50,15 @@ def test_a_deadlocked_run_is_no_progress_and_not_silent_output(launch, tmp_path)
     report = inspect_json(w.pid)
     assert report["verdict"]["progress"]["state"] == "no progress seen"
     assert not any(f["kind"] == "silent-output" for f in report["findings"])
+
+
+def test_a_file_another_process_writes_in_the_jobs_directory_is_not_its_progress(launch, tmp_path):
+    """The job writes only heartbeats to a pipe; meanwhile someone else writes a file in the
+    directory it names on its command line.  That file is not the job's progress."""
+    w = launch("pipe_chatter.py", tmp_path)
+    writer = threading.Thread(target=lambda: [time.sleep(0.5), (tmp_path / "notes.txt").write_bytes(b"x" * 200000)])
+    writer.start()
+    report = inspect_json(w.pid, duration=2)
+    writer.join()
+    progress = report["verdict"]["progress"]
+    assert not any("notes.txt" in line for line in progress["evidence"]), progress

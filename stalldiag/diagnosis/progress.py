@@ -166,10 +166,12 @@ def assess(window, procs, views, gpus, halted=()):
             evidence.append("%s read on in %s" % (label, ", ".join(
                 "%s (+%d bytes, now at %s)" % (r["target"], r["delta"], _at(r)) for r in read[:4])))
         io = proc.io
-        # A file changed in a directory it writes to counts only if this process
-        # wrote during the window (another process may have changed it).
+        # A file changed in a directory it writes to (a checkpoint renamed into place) counts only
+        # if this process wrote at least that many bytes in the window: another process may have
+        # changed it, and writes to sockets and pipes alone do not make a file.
         recent = [f for f in proc.recent_files
-                  if f["path"] not in {w.get("target") for w in written} and io.get("wchar", 0) > 0]
+                  if f["path"] not in {w.get("target") for w in written}
+                  and io.get("wchar", 0) >= max(1, f.get("size") or 0)]
         for f in recent:
             progress = True
             entry = recent_writes.setdefault(f["path"], [f["size"], []])
