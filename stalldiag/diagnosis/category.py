@@ -19,6 +19,7 @@ lock: ...".  Mechanisms that end the chain by themselves (a deadlock, a lost
 pool task, a full pipe nobody drains) are findings with a category of their
 own (MECHANISMS).
 """
+from ..knowledge.frames import LOCK_FILE_SUFFIXES
 from .threads import THREAD_WAIT_KINDS
 
 CATEGORIES = ("locks", "io", "compilation", "cuda", "collective", "network", "subprocess",
@@ -166,4 +167,4 @@ def decide(kind, link):
 
 def is_lock_file(wait):
     path = (wait.get("path") or "").lower()
-    return wait.get("library") not in (None, "user code") or path.endswith((".lock", "/lock", ".lck"))
+    return wait.get("library") not in (None, "user code") or path.endswith(LOCK_FILE_SUFFIXES)

@@ -181,20 +181,13 @@ def _spin_target(view, duration, gpu_devices, gpus):
     contexts = {row.kind for _d, row in frame_table.framework_context(view.top_stack or [])}
     matches = {row.kind for _d, row in view.frame_matches}
     if gpu_devices and (frame_table.source_kind(code) == "cuda" or "cuda" in contexts or "collective" in contexts
-                        or _touches_device(code)):
+                        or frame_table.touches_device(code)):
         gpu = _gpu_phrase(gpu_devices, gpus)
         return "spin-waits in a CUDA call at %s: on CPU, %s voluntary switches, stack unchanged%s" % (
             where, ctx.get("voluntary", "no") if ctx else "no count of", gpu)
     if matches & {"lock", "semaphore"}:
         return "spin-waits on a lock at %s" % where
     return None
-
-
-DEVICE_WORDS = (".to(", ".cuda(", "device", "copy_(", "synchronize", ".item(", "non_blocking")
-
-
-def _touches_device(code):
-    return any(word in code for word in DEVICE_WORDS)
 
 
 def _gpu_phrase(devices, gpus):

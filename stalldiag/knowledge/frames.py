@@ -234,6 +234,19 @@ SOURCE_PATTERNS = [
 ]
 
 
+# Words of a user's line that touch a GPU (a copy to or from it, a sync): a thread on CPU
+# without moving at such a line, in a process holding a GPU, spin-waits in the CUDA driver.
+DEVICE_WORDS = (".to(", ".cuda(", "device", "copy_(", "synchronize", ".item(", "non_blocking")
+
+
+def touches_device(code):
+    return any(word in (code or "") for word in DEVICE_WORDS)
+
+
+# Lock files a polling loop waits on, by name (filelock's .lock, a bare "lock", .lck).
+LOCK_FILE_SUFFIXES = (".lock", "/lock", ".lck")
+
+
 def source_kind(code):
     """The kind of wait a user's source line implies, or None."""
     for _framework, regex, kind, _meaning in SOURCE_PATTERNS:
