@@ -31,6 +31,7 @@ ROWS = [
     ("mp_connection", "sleep", "Waiting on a thread that sleeps", ["ipc", "sleep"]),
     # weak roots under a boundary: the boundary's category
     ("gloo_hang", "collective", "Waiting in a distributed collective:", ["collective", "sleep"]),
+    ("barrier_party_missing", "collective", "Waiting in a distributed collective:", ["collective"]),
     ("gpu_ddp_stopped_rank", "collective", "Waiting in a distributed collective:", ["cuda", "stopped"]),
     ("wait_child", "subprocess", "Waiting on a child program:", ["child", "sleep"]),
     # no boundary on the way: the root's own

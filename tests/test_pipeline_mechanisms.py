@@ -69,3 +69,23 @@ def test_a_signal_handler_reentering_queue_put_is_a_self_deadlock(launch):
     assert verdict["category"] == "locks" and verdict["tid"] == w.pid, verdict["summary"]
     assert verdict["summary"].startswith("Self-deadlock by re-entry") and "Queue.put" in verdict["summary"]
     assert verdict["walk_end"] == "lock-holder"
+
+
+def test_processes_at_a_shared_barrier_a_party_never_reaches_are_a_collective(launch):
+    """multiprocessing.Barrier(4), three processes wait, the fourth died before arriving
+    (rd_mp_barrier_killed_rank's mechanism): the parties are ranks of a collective, not a lock
+    deadlock, and the run makes no progress."""
+    w = launch("barrier_party_missing.py", "processes")
+    report = inspect_json(w.pid, "--children", duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "collective", verdict["summary"]
+    assert "wait at one barrier" in verdict["summary"] and "a party is missing" in verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"
+    assert not any(f["kind"] == "deadlock" for f in report["findings"]), report["findings"]
+
+
+def test_threads_at_a_barrier_of_one_process_stay_a_lock_wait(launch):
+    """The guard: threads of one process at a threading.Barrier are not ranks of a job."""
+    w = launch("barrier_party_missing.py", "threads")
+    verdict = inspect_json(w.pid, duration=2)["verdict"]
+    assert verdict["category"] == "locks", verdict["summary"]

@@ -79,6 +79,8 @@ CASES = {
     # an event loop: only its own threads can wake it / idle on its listener
     "event_loop_lost_wakeup": (py("event_loop_waits.py", "lost-wakeup"), 0.8, 2),
     "event_loop_idle_server": (py("event_loop_waits.py", "server"), 0.5, 2),
+    # processes at a multiprocessing.Barrier a party never reaches: a collective
+    "barrier_party_missing": (py("barrier_party_missing.py", "processes"), 0.5, 2),
 }
 
 

@@ -13,7 +13,7 @@ A pipeline, one module a step, each reading what the step before produced:
   progress.py             the one progress model (thread, window, watch interval)
 verdict.py writes the summary; evidence.py adds the numbers around it.
 """
-from .evidence import event_loop_blocked, event_loop_waiting, unseen_wakers, framework_evidence, general_findings, gpu_evidence, process_evidence
+from .evidence import barrier_incomplete, event_loop_blocked, event_loop_waiting, unseen_wakers, framework_evidence, general_findings, gpu_evidence, process_evidence
 from .explain import describe_thread, detail_text, frame_text, process_text  # noqa: F401
 from .formatter import as_dict
 from .graph import WaitGraph, finding
@@ -50,6 +50,7 @@ def diagnose(capture):
         culprit = pipe[2]   # the reader that does not drain the pipe, wherever the walk ended
     event_loop_blocked(d, culprit)
     event_loop_waiting(d, culprit)
+    barrier_incomplete(d, culprit)
     unseen_wakers(d, [culprit] if culprit is d.chain[0] else [d.chain[0], culprit])
     retry = d.retry(culprit) if (culprit.pid, culprit.tid) not in d.file_waits else None
     if retry:

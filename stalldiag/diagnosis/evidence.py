@@ -207,6 +207,14 @@ def event_loop_blocked(d, view):
     say(d, "event-loop-blocked", view, loop_thread=view)
 
 
+def barrier_incomplete(d, view):
+    """Every party seen at view's process-shared barrier waits, and none runs (barriers.py)."""
+    from .progress import stuck
+    for call, members in d.barriers:
+        if view in members and all(stuck(v) for v in members):
+            say(d, "barrier-incomplete", view, call=call, parties=members)
+
+
 def event_loop_waiting(d, view):
     """An event loop between steps with nothing outside its process to wait on (event_loop.py):
     idle, or waiting for a wake-up only its own threads can send."""
@@ -229,7 +237,8 @@ def general_findings(d):
     from .graph import unnumbered_ranks
     guessed = unnumbered_ranks(d.proc_list, d.roles)
     if guessed:
-        say(d, "unnumbered-ranks", pids=guessed)
+        parties = {v.pid for _call, members in d.barriers for v in members}
+        say(d, "unnumbered-ranks", pids=guessed, parties=sorted(parties & set(guessed)))
     skipped = cap.get("skipped_children") or 0
     if skipped:
         say(d, "skipped-children", pid=d.root_pid, count=skipped)

@@ -380,9 +380,19 @@ def event_loop_blocked(g, loop_thread):
                 loop_thread.label, doing_call(loop_thread), frame_text(loop_thread.user_frame()) or "?"))
 
 
-def unnumbered_ranks(g, pids):
-    return ("pids %s run torch.distributed (gloo/NCCL/TCP-store threads) with no RANK variable: they are numbered "
-            "here by pid, which may not be their rank" % ", ".join(map(str, pids)))
+def barrier_incomplete(g, call, parties):
+    pids = sorted({v.pid for v in parties})
+    return ("%d processes (pids %s) wait at one barrier (a multiprocessing.Barrier) at %s, and none of them "
+            "runs: a party is missing, one that died or never arrived, so the barrier cannot complete; a party "
+            "that dies after arriving leaves the others blocked even past their timeout" % (
+                len(pids), ", ".join(map(str, pids)), frame_text(call)))
+
+
+def unnumbered_ranks(g, pids, parties):
+    why = "wait at one process-shared barrier" if parties == pids else \
+        "run torch.distributed (gloo/NCCL/TCP-store threads)"
+    return ("pids %s %s with no RANK variable: they are numbered here by pid, which may not be their rank" % (
+        ", ".join(map(str, pids)), why))
 
 
 def skipped_children(g, count):
@@ -429,6 +439,7 @@ SAY = {
     "mount": mount,
     "event-loop-blocked": event_loop_blocked,
     "unnumbered-ranks": unnumbered_ranks,
+    "barrier-incomplete": barrier_incomplete,
     "skipped-children": skipped_children,
     "exited": exited,
     "no-python-stacks": no_python_stacks,

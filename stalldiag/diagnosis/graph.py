@@ -11,6 +11,7 @@ knowledge tables.
 """
 from ..knowledge.processes import match_process, runs_distributed
 from ..knowledge.ranks import RANK_VARS, first_var
+from .barriers import barrier_parties
 from .event_loop import loop_kind, loop_wait
 from .gpu import device_summaries, devices_of
 from .progress import stuck
@@ -32,9 +33,10 @@ OUTSIDE_WHY = {"lock-holder": "holds a lock it waits for", "pipe-peer": "the oth
                "waker": "holds the other end of what it waits on"}
 
 
-def assign_roles(procs, root_pid, views_by_pid=None):
+def assign_roles(procs, root_pid, views_by_pid=None, parties=()):
     """pid -> role: launcher, main, rank N, dataloader-worker, compile-worker, compiler, child.
-    procs: types.Process records; root_pid: the pid inspected."""
+    procs: types.Process records; root_pid: the pid inspected; parties: pids waiting at a
+    process-shared barrier (barriers.py), ranks of a collective as torch.distributed's are."""
     views_by_pid = views_by_pid or {}
     roles = {}
     for proc in procs:
@@ -55,7 +57,7 @@ def assign_roles(procs, root_pid, views_by_pid=None):
             roles[pid] = "dataloader-worker"
         elif rank is not None:
             roles[pid] = "rank %d" % rank
-    _unnumbered_ranks(procs, roles, root_pid)
+    _unnumbered_ranks(procs, roles, root_pid, parties)
     main = focus_process(procs, root_pid, roles)
     for proc in procs:
         if proc.pid not in roles:
@@ -63,13 +65,14 @@ def assign_roles(procs, root_pid, views_by_pid=None):
     return roles
 
 
-def _unnumbered_ranks(procs, roles, root_pid):
-    """Processes running torch.distributed's threads with no RANK variable are ranks, numbered
-    by pid (the report says so: unnumbered-ranks); a root that started them is their launcher."""
+def _unnumbered_ranks(procs, roles, root_pid, parties=()):
+    """Processes running torch.distributed's threads, or waiting at a process-shared barrier,
+    with no RANK variable are ranks, numbered by pid (the report says so: unnumbered-ranks); a
+    root that started them is their launcher."""
     if any(str(role).startswith("rank ") for role in roles.values()):
         return
     ranks = sorted(p.pid for p in procs if p.pid not in roles and not p.outside_tree
-                   and runs_distributed(t.name for t in p.threads))
+                   and (runs_distributed(t.name for t in p.threads) or p.pid in parties))
     if not [pid for pid in ranks if pid != root_pid]:
         return   # one process using gloo alone is not a job of ranks
     for number, pid in enumerate(ranks):
@@ -125,7 +128,9 @@ class WaitGraph:
         self.by_pid = {}
         for view in self.views:
             self.by_pid.setdefault(view.pid, []).append(view)
-        self.roles = assign_roles(self.proc_list, self.root_pid, self.by_pid)
+        self.barriers = barrier_parties(self.views)
+        self.roles = assign_roles(self.proc_list, self.root_pid, self.by_pid,
+                                  {v.pid for _call, members in self.barriers for v in members})
         self.findings = []     # report dicts, from formatter.as_dict and evidence.py
         self.chain = []        # the walk's chain (set by diagnose)
         self.walk = None
@@ -149,6 +154,9 @@ class WaitGraph:
         self.wakers = {}
         for record in capture.get("wakers") or []:
             self.wakers.setdefault((record.get("pid"), record.get("tid")), []).append(record)
+        for _call, members in self.barriers:
+            for view in members:
+                view.kind = "collective"
         # event loops waiting for events: what can wake each (event_loop.py)
         self.loops = {}
         for view in self.views:

@@ -27,7 +27,8 @@ STARVED_CPU = 0.05  # a training loop under this share of a core over the window
 INTERVAL_CPU_S = 0.05
 
 # Findings that mean the focus waits on something that will not resolve by itself.
-STALL_FINDINGS = ("deadlock", "lock-held-at-fork", "orphaned-wait", "lost-task", "retry-loop", "connection-stall")
+STALL_FINDINGS = ("deadlock", "lock-held-at-fork", "orphaned-wait", "lost-task", "retry-loop", "connection-stall",
+                  "barrier-incomplete")
 
 
 def stuck(view):

@@ -55,6 +55,19 @@ def in_event_loop_step(stack):
     return _any_frame(stack, EVENT_LOOP_STEP) and not _any_frame(stack, EVENT_LOOP_WAIT)
 
 
+# A barrier's wait (threading.Barrier, and multiprocessing's Barrier, which is one over
+# process-shared locks): every party waits until the last arrives.
+BARRIER_WAIT = ((r"(^|/)threading\.py$", r"^(Barrier\.)?wait$"),)
+
+
+def barrier_call(stack):
+    """The frame that called Barrier.wait (where the user's code waits at the barrier), or None."""
+    for depth, frame in enumerate(stack or []):
+        if any(_matches(frame, row) for row in BARRIER_WAIT):
+            return stack[depth + 1] if depth + 1 < len(stack) else frame
+    return None
+
+
 def in_event_loop_wait(stack):
     """The thread is an asyncio event loop between steps, waiting for events."""
     return _any_frame(stack, EVENT_LOOP_STEP) and _any_frame(stack, EVENT_LOOP_WAIT)
