@@ -9,6 +9,7 @@ themselves are found once per thread (WaitGraph.edges) and are data.  What a
 thread holds and wants is read by locks.py; framework knowledge stays in the
 knowledge tables.
 """
+from ..knowledge import frames as frame_table
 from ..knowledge.processes import match_process, runs_distributed
 from ..knowledge.ranks import RANK_VARS, first_var
 from .barriers import barrier_parties
@@ -356,9 +357,12 @@ def _awake_share(state):
 
 
 def idle_helper(view):
-    """A native helper thread parked in a wait (NCCL's socket listener, a pool's idle worker):
-    no Python stack and no CPU. Nobody's wait ends through it."""
-    return not view.top_stack and (view.cpu_seconds or 0) < 0.05 and view.kind not in ("cpu", "io", "compile")
+    """A helper thread parked in a wait (NCCL's socket listener, a pool's idle worker): no
+    Python stack, or an executor's worker waiting for a task, and no CPU.  Nobody's wait ends
+    through it."""
+    if (view.cpu_seconds or 0) >= 0.05 or view.kind in ("cpu", "io", "compile"):
+        return False
+    return not view.top_stack or frame_table.idle_thread_pool_worker(view.top_stack)
 
 
 def _endpoint_holders(procs):

@@ -77,6 +77,7 @@ def in_event_loop_wait(stack):
 # worker loop, every frame above it a wait on the task queue).
 POOL_RESULT_WAIT = ((r"multiprocessing/pool\.py$", r"^((ApplyResult|MapResult)\.)?(get|wait)$|^(IMapIterator\.)?next$"),)
 TASK_QUEUE_FILES = r"multiprocessing/(queues|synchronize|connection)\.py$"
+THREAD_TASK_FILES = r"(^|/)(queue|threading)\.py$"
 
 
 def waits_for_pool_result(stack):
@@ -88,6 +89,15 @@ def idle_pool_worker(stack):
     for depth, frame in enumerate(stack or []):
         if _matches(frame, PROCESS_POOL_WORKER):
             return depth > 0 and all(re.search(TASK_QUEUE_FILES, f[1] or "") for f in stack[:depth])
+    return False
+
+
+def idle_thread_pool_worker(stack):
+    """A ThreadPoolExecutor worker waiting for its next task: its loop is the innermost Python
+    frame (SimpleQueue.get is C), or only queue code is above it."""
+    for depth, frame in enumerate(stack or []):
+        if _matches(frame, THREAD_POOL_WORKER):
+            return all(re.search(THREAD_TASK_FILES, f[1] or "") for f in stack[:depth])
     return False
 
 
