@@ -88,12 +88,15 @@ def waited_thread(g, view):
     others = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.n_samples and not idle_helper(v)]
     co = [v for v in others if co_waiter(v, view)]
     others = [v for v in others if v not in co]
-    busy = sorted((v for v in others if ACTIVITY_RANK.get(v.kind, 0) > 0), key=lambda v: -g.weight(v))
+    # a thread in a timed wait on another thread (a timer, tqdm's monitor) is not busy: it sleeps
+    timed = [v for v in others if v.timed_wait and v.kind in THREAD_WAIT_KINDS]
+    busy = sorted((v for v in others if ACTIVITY_RANK.get(v.kind, 0) > 0 and v not in timed),
+                  key=lambda v: -g.weight(v))
     edges += [Edge(view, v, "sibling", {"doing": v.kind}, guess=True) for v in busy]
     # Nobody is busy: the thread that should signal may be sleeping.  Prefer threads running
     # the user's own code over library helper threads.
-    sleepers = sorted((v for v in others if v.kind in ("sleep", "poll") and v.user_frame() and not library_only(v)),
-                      key=lambda v: -v.share)
+    sleepers = sorted((v for v in others if (v.kind in ("sleep", "poll") or v in timed) and v.user_frame()
+                       and not library_only(v)), key=lambda v: -v.share)
     edges += [Edge(view, v, "sibling", {"doing": "sleep"}, guess=True) for v in sleepers]
     if view.kind in THREAD_WAIT_KINDS and stuck(view):
         # last: the walk reaches it only when every thread above is already on its chain

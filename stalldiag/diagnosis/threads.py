@@ -134,6 +134,13 @@ class ThreadView:
         index, _count = self.detail_counts.most_common(1)[0]
         return self.details[index]
 
+    @property
+    def timed_wait(self):
+        """Its wait has a timeout (a timer thread, a poll with queue.get(timeout=...)): it ends
+        by itself, and the thread goes on with its own work, not someone else's."""
+        detail = self.top_detail()
+        return isinstance(detail, dict) and bool(detail.get("timed"))
+
     def user_frame(self):
         """The innermost frame of the user's own code in the top stack."""
         for frame in self.top_stack or []:

@@ -20,6 +20,8 @@ POLL_SYSCALLS = ("poll", "ppoll")
 EPOLL_SYSCALLS = ("epoll_wait", "epoll_pwait", "epoll_pwait2")
 SELECT_SYSCALLS = ("select", "pselect6")
 MAX_WATCHED_FDS = 16
+FUTEX_CMD_MASK = 0x7f                       # without FUTEX_PRIVATE_FLAG, FUTEX_CLOCK_REALTIME
+FUTEX_WAITS = (0, 9)                        # FUTEX_WAIT, FUTEX_WAIT_BITSET
 NANOSLEEPS = ("clock_nanosleep", "nanosleep")   # their wait detail is the time left
 TIMER_ABSTIME = 1
 # A blocked thread that has not run is repeated from its last sample, but read in full
@@ -688,6 +690,8 @@ def describe_wait(pid, syscall, args, sockets, maps=None):
         return {"child": child}
     if syscall == "futex":
         detail = {"futex": "0x%x" % args[0]}
+        if args[1] & FUTEX_CMD_MASK in FUTEX_WAITS and args[3]:
+            detail["timed"] = True     # a wait with a timeout ends by itself (a timer, a poll)
         shared = shared_mapping(pid, args[0], maps)
         if shared:
             detail["shared"] = shared
