@@ -16,7 +16,7 @@ verdict.py writes the summary; evidence.py adds the numbers around it.
 from .evidence import barrier_incomplete, event_loop_blocked, event_loop_waiting, unseen_wakers, framework_evidence, general_findings, gpu_evidence, process_evidence
 from .explain import describe_thread, detail_text, frame_text, process_text  # noqa: F401
 from .formatter import as_dict
-from .graph import WaitGraph, finding
+from .graph import WaitGraph
 from .verdict import CATEGORIES, choose_category, confidence_of, halted_phrase, summary_of, undrained_pipe  # noqa: F401
 from .types import Finding
 from .walk import walk
@@ -90,7 +90,7 @@ def _progress(d, verdict, focus):
     verdict["progress"] = assess(d.window, d.proc_list, d.views, d.gpus, blockers(d))
     silent = silent_output(d.window, d.procs.get(focus.pid), verdict["progress"])
     if silent:
-        item = finding("silent-output", silent["summary"], pid=focus.pid)
+        item = as_dict(Finding.about("silent-output", pid=focus.pid, **silent), d)
         item["unchanged_s"] = silent["unchanged_s"]
         item["stdio"] = {str(k): v for k, v in silent["stdio"].items()}
         d.findings.insert(0, item)

@@ -380,6 +380,27 @@ def event_loop_blocked(g, loop_thread):
                 loop_thread.label, doing_call(loop_thread), frame_text(loop_thread.user_frame()) or "?"))
 
 
+def silent_output(g, stdio, unchanged_s, buffered):
+    silent, reasons = [], []
+    for fd, info in sorted(stdio.items()):
+        name = {1: "stdout", 2: "stderr"}[fd]
+        if info["kind"] == "null":
+            silent.append("%s goes to /dev/null" % name)
+        else:
+            stale = info.get("unchanged_s")
+            silent.append("%s -> %s received 0 bytes%s" % (
+                name, info["target"], " (unchanged for %.0f s)" % stale if stale is not None else ""))
+    if stdio.get(1, {}).get("kind") != "tty":
+        if buffered:
+            reasons.append("stdout is not a TTY, so Python block-buffers print() (about 8 KiB) and "
+                           "PYTHONUNBUFFERED is not set: lines appear only when the buffer fills")
+        reasons.append("progress bars (tqdm) and rich consoles draw little or nothing without a TTY")
+    reasons.append("logging.info() prints nothing when no handler is configured (the default level "
+                   "is WARNING)")
+    return "the run is making progress but its output is silent: %s. Likely: %s" % (
+        "; ".join(silent), "; ".join(reasons))
+
+
 def barrier_incomplete(g, call, parties):
     pids = sorted({v.pid for v in parties})
     return ("%d processes (pids %s) wait at one barrier (a multiprocessing.Barrier) at %s, and none of them "
@@ -440,6 +461,7 @@ SAY = {
     "event-loop-blocked": event_loop_blocked,
     "unnumbered-ranks": unnumbered_ranks,
     "barrier-incomplete": barrier_incomplete,
+    "silent-output": silent_output,
     "skipped-children": skipped_children,
     "exited": exited,
     "no-python-stacks": no_python_stacks,

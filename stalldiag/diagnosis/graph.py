@@ -417,9 +417,3 @@ def doing_call(view):
     call = view.activity.most_common(1)[0][0] if view.activity else "unknown"
     return "running" if call == "running" else "%s in %s" % ("blocked" if view.kind != "sleep" else "sleeping",
                                                               call)
-
-
-def finding(kind, summary, view=None, pid=None):
-    return {"kind": kind, "summary": summary,
-            "pid": view.pid if view else pid, "tid": view.tid if view else None}
-

@@ -262,36 +262,17 @@ def _at(entry):
 
 
 def silent_output(window, focus_proc, progress):
-    """A finding when the run makes progress but its stdout/stderr received nothing."""
+    """The facts of a silent-output finding (formatter.silent_output says it) when the run makes
+    progress but its stdout/stderr received nothing, else None."""
     if progress["state"] != "making progress" or focus_proc is None:
         return None
     end_wall = (window.start or 0) + (window.duration_s or 0)
     stdio = stdio_changes(focus_proc, end_wall)
     if not stdio:
         return None
-    silent, reasons = [], []
-    for fd, info in sorted(stdio.items()):
-        name = {1: "stdout", 2: "stderr"}[fd]
-        if info["kind"] == "null":
-            silent.append("%s goes to /dev/null" % name)
-        elif info["kind"] == "file" and info.get("bytes") == 0:
-            stale = info.get("unchanged_s")
-            silent.append("%s -> %s received 0 bytes%s" % (
-                name, info["target"], " (unchanged for %.0f s)" % stale if stale is not None else ""))
-        else:
+    for info in stdio.values():
+        if not (info["kind"] == "null" or info["kind"] == "file" and info.get("bytes") == 0):
             return None   # a TTY, pipe or socket, or a file that grew: not provably silent
-    env = focus_proc.env
-    if stdio.get(1, {}).get("kind") != "tty":
-        if env.get("PYTHONUNBUFFERED") in (None, "", "0"):
-            reasons.append("stdout is not a TTY, so Python block-buffers print() (about 8 KiB) and "
-                           "PYTHONUNBUFFERED is not set: lines appear only when the buffer fills")
-        reasons.append("progress bars (tqdm) and rich consoles draw little or nothing without a TTY")
-    reasons.append("logging.info() prints nothing when no handler is configured (the default level "
-                   "is WARNING)")
     stale = [info.get("unchanged_s") for info in stdio.values() if info.get("unchanged_s") is not None]
-    return {
-        "summary": "the run is making progress but its output is silent: %s. Likely: %s" % (
-            "; ".join(silent), "; ".join(reasons)),
-        "unchanged_s": min(stale) if stale else None,
-        "stdio": stdio,
-    }
+    return {"stdio": stdio, "unchanged_s": min(stale) if stale else None,
+            "buffered": focus_proc.env.get("PYTHONUNBUFFERED") in (None, "", "0")}
