@@ -89,3 +89,15 @@ def test_threads_at_a_barrier_of_one_process_stay_a_lock_wait(launch):
     w = launch("barrier_party_missing.py", "threads")
     verdict = inspect_json(w.pid, duration=2)["verdict"]
     assert verdict["category"] == "locks", verdict["summary"]
+
+
+def test_a_queue_whose_consumer_died_is_orphaned_whatever_a_watchdog_sleeps(launch):
+    """The only other thread sleeps one long sleep (a watchdog): it will not drain the queue, so
+    the producer's put() is an orphaned wait, not a wait on a sleeping thread
+    (re_tb_asyncwriter_dead_thread, tensorboard#6167)."""
+    w = launch("queue_consumer_died.py", settle=0.5)
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks" and verdict["tid"] == w.pid, verdict["summary"]
+    assert "no thread is left to end the wait" in verdict["summary"] and "'job-watchdog'" in verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"

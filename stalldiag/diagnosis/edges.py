@@ -57,6 +57,14 @@ def joined(g, view):
     return [Edge(view, target, "join")]
 
 
+LONG_SLEEP_S = 60.0
+
+
+def long_sleep(view):
+    detail = view.top_detail()
+    return isinstance(detail, dict) and (detail.get("sleep_s") or 0) >= LONG_SLEEP_S
+
+
 def waited_thread(g, view):
     """The thread a lock, queue, event or future waiter most likely waits on."""
     edges = []
@@ -95,8 +103,10 @@ def waited_thread(g, view):
     edges += [Edge(view, v, "sibling", {"doing": v.kind}, guess=True) for v in busy]
     # Nobody is busy: the thread that should signal may be sleeping.  Prefer threads running
     # the user's own code over library helper threads.
+    # (one that has a minute or more of one sleep left is a timer, a watchdog: not the thread
+    # that will end this wait soon)
     sleepers = sorted((v for v in others if (v.kind in ("sleep", "poll") or v in timed) and v.user_frame()
-                       and not library_only(v)), key=lambda v: -v.share)
+                       and not library_only(v) and not long_sleep(v)), key=lambda v: -v.share)
     edges += [Edge(view, v, "sibling", {"doing": "sleep"}, guess=True) for v in sleepers]
     if view.kind in THREAD_WAIT_KINDS and stuck(view):
         # last: the walk reaches it only when every thread above is already on its chain
@@ -264,11 +274,12 @@ def orphaned_wait(g, view, co_waiters):
     threads = g.by_pid.get(view.pid, [])
     python = [v for v in threads if v is not view and v.top_stack]
     stuck_too = [v for v in python if v not in co_waiters and stuck(v) and v.kind in THREAD_WAIT_KINDS + ("lock",)]
-    if any(v not in co_waiters and v not in stuck_too for v in python):
-        return None   # a thread that can still end the wait
+    if any(v not in co_waiters and v not in stuck_too and not long_sleep(v) for v in python):
+        return None   # a thread that can still end the wait (a timer in a long sleep cannot soon)
     pool = frame_table.pool_of(view.top_stack)
     facts = {"waiter": view, "co_waiters": co_waiters, "stuck_too": stuck_too, "alone": not python,
-             "native": len(threads) - 1, "pool": pool}
+             "native": len(threads) - 1, "pool": pool,
+             "timers": [v for v in python if v not in co_waiters and v not in stuck_too]}
     kind = "pool-deadlock" if pool and view.frame_kind == "future" else "orphaned-wait"
     return Edge(view, None, kind, findings=[Finding.about(kind, view, **facts)])
 

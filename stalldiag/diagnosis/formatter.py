@@ -70,32 +70,35 @@ def missed_task_done(g, waiter, consumers):
                 _verb_s(consumers)))
 
 
-def _nobody_left(co_waiters, stuck_too, alone, native):
+def _nobody_left(co_waiters, stuck_too, alone, native, timers=()):
     why = []
     if co_waiters:
         why.append("%s wait%s at the same line" % (_labels(co_waiters), _verb_s(co_waiters)))
     if stuck_too:
         why.append("%s wait%s on it or on a wait of %s own, stuck" % (
             _labels(stuck_too), _verb_s(stuck_too), "its" if len(stuck_too) == 1 else "their"))
+    if timers:
+        why.append("%s sleep%s with a minute or more left, a timer or watchdog" % (
+            _labels(timers), _verb_s(timers)))
     if alone:
         why.append("no other Python thread is alive in that process%s" % (
             " (only %d native helper thread(s))" % native if native else ""))
     return "; ".join(why)
 
 
-def orphaned_wait(g, waiter, co_waiters, stuck_too, alone, native, pool):
+def orphaned_wait(g, waiter, co_waiters, stuck_too, alone, native, pool, timers=()):
     return ("%s waits (%s) at %s for another thread of pid %d, and no thread is left to end the wait: %s. Nothing "
             "will: the thread that would (a producer, a consumer, a party) died on an exception, which ends a "
             "thread quietly, or was never started" % (
                 waiter.label, waiter.frame_kind, frame_text(waiter.user_frame()) or "?", waiter.pid,
-                _nobody_left(co_waiters, stuck_too, alone, native)))
+                _nobody_left(co_waiters, stuck_too, alone, native, timers)))
 
 
-def pool_deadlock(g, waiter, co_waiters, stuck_too, alone, native, pool):
+def pool_deadlock(g, waiter, co_waiters, stuck_too, alone, native, pool, timers=()):
     # every worker waits on tasks that need a free worker of the same pool
     return ("pool deadlock: %s, a worker of %s, waits (%s) at %s for a task queued to the same pool, and no worker "
             "is free to run it: %s" % (waiter.label, pool, waiter.frame_kind, frame_text(waiter.user_frame()) or "?",
-                                       _nobody_left(co_waiters, stuck_too, alone, native) or "it is the only worker"))
+                                       _nobody_left(co_waiters, stuck_too, alone, native, timers) or "it is the only worker"))
 
 
 def file_lock(g, waiter, lock, blocked, holder_proc):
