@@ -548,13 +548,19 @@ FINDERS = {
 def busier_thread(g, view):
     """An idle focus thread hands over to a thread that is doing something (the focus only:
     the training loop may just be waiting for the thread that does the work)."""
-    # A native helper thread parked on a futex (no Python stack, no CPU) is idle, not busy.
-    candidates = [v for v in g.views if v is not view and v.n_samples and v.share >= 0.5
-                  and ACTIVITY_RANK.get(v.kind, 0) >= 3 and g.roles.get(v.pid) not in ("launcher",)
+    # First, a thread of the job retrying a call that keeps failing (an upload answered with 500,
+    # a refused connect): the work the idle focus waits for is stuck there.
+    live = [v for v in g.views if v is not view and v.n_samples and g.roles.get(v.pid) not in ("launcher",)
+            and v.n_samples * 2 >= g.window_samples]
+    retrying = [v for v in live if v.kind in ("sleep", "poll") and (g.retry(v) or {}).get("failing")]
+    # A native helper thread parked on a futex (no Python stack, no CPU) is idle, not busy; so
+    # is a server waiting in accept() for a client.
+    candidates = [v for v in live if v.share >= 0.5 and ACTIVITY_RANK.get(v.kind, 0) >= 3
                   and (v.kind != "lock" or v.top_stack or (v.cpu_seconds or 0) > 0.05)
-                  and v.n_samples * 2 >= g.window_samples]
+                  and not (v.kind == "network" and v.main_activity()[0] in ("accept", "accept4"))]
     candidates.sort(key=lambda v: (ACTIVITY_RANK.get(v.kind, 0), v.share), reverse=True)
-    return [Edge(view, v, "sibling", {"doing": v.kind, "handover": True}, guess=True) for v in candidates]
+    return [Edge(view, v, "sibling", {"doing": "retry", "handover": True}, guess=True) for v in retrying] + \
+        [Edge(view, v, "sibling", {"doing": v.kind, "handover": True}, guess=True) for v in candidates]
 
 
 __all__ = ["find", "busier_thread", "rank_groups", "compiler_of", "STUCK_SHARE"]
