@@ -101,3 +101,19 @@ def test_a_queue_whose_consumer_died_is_orphaned_whatever_a_watchdog_sleeps(laun
     assert verdict["category"] == "locks" and verdict["tid"] == w.pid, verdict["summary"]
     assert "no thread is left to end the wait" in verdict["summary"] and "'job-watchdog'" in verdict["summary"]
     assert verdict["progress"]["state"] == "no progress seen"
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch (CPU build)")
+def test_ranks_waiting_in_different_collectives_are_a_mismatch(launch, tmp_path):
+    """DDP with uneven inputs: rank 0's backward() waits for the gradient all-reduce while rank 1
+    waits in barrier().  The script that starts the ranks is their launcher; the verdict is the
+    collective, never its store's native threads (re_ddp_uneven_inputs, pytorch#33148)."""
+    w = launch("ddp_uneven_batches.py", tmp_path / "init", settle=2.0)
+    report = inspect_json(w.pid, "--children", duration=3)
+    verdict = report["verdict"]
+    roles = {p["pid"]: p["role"] for p in report["processes"]}
+    assert roles[w.pid] == "launcher", roles
+    assert verdict["category"] == "collective", verdict["summary"]
+    assert "not the same one" in verdict["summary"] and "backward()" in verdict["summary"], verdict["summary"]
+    assert "collective-mismatch" in kinds(report)
+    assert verdict["progress"]["state"] == "no progress seen"

@@ -555,8 +555,7 @@ def busier_thread(g, view):
     retrying = [v for v in live if v.kind in ("sleep", "poll") and (g.retry(v) or {}).get("failing")]
     # A native helper thread parked on a futex (no Python stack, no CPU) is idle, not busy; so
     # is a server waiting in accept() for a client.
-    candidates = [v for v in live if v.share >= 0.5 and ACTIVITY_RANK.get(v.kind, 0) >= 3
-                  and (v.kind != "lock" or v.top_stack or (v.cpu_seconds or 0) > 0.05)
+    candidates = [v for v in live if v.share >= 0.5 and ACTIVITY_RANK.get(v.kind, 0) >= 3 and not idle_helper(v)
                   and not (v.kind == "network" and v.main_activity()[0] in ("accept", "accept4"))]
     candidates.sort(key=lambda v: (ACTIVITY_RANK.get(v.kind, 0), v.share), reverse=True)
     return [Edge(view, v, "sibling", {"doing": "retry", "handover": True}, guess=True) for v in retrying] + \

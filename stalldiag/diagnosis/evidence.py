@@ -8,6 +8,7 @@ from collections import Counter
 
 from .explain import detail_text, frame_text
 from .formatter import as_dict
+from .progress import stuck
 from .types import Finding
 
 LAUNCH_BOUND_SM = 10.0   # GPM SM activity under which a computing host thread, not the GPU, sets the pace
@@ -64,6 +65,12 @@ def framework_evidence(d, focus, culprit, evidence):
         waiting, outliers = groups
         from .formatter import rank_groups_text
         evidence.append(rank_groups_text(d, waiting, outliers))
+        from .edges import ranks_of
+        ranks = ranks_of(d)
+        waits = [ranks[pid] for pid in waiting if pid in ranks]
+        lines = {tuple((v.user_frame() or [None] * 3)[1:3]) for v in waits}
+        if not outliers and len(waits) >= 2 and len(lines) >= 2 and all(stuck(v) for v in waits):
+            say(d, "collective-mismatch", waits[0], ranks=waits)
         missing = _missing_ranks(d)
         if missing:
             say(d, "missing-ranks", missing=missing[0], world=missing[1])

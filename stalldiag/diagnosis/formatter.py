@@ -404,6 +404,15 @@ def silent_output(g, stdio, unchanged_s, buffered):
         "; ".join(silent), "; ".join(reasons))
 
 
+def collective_mismatch(g, ranks):
+    from ..knowledge.frames import in_backward
+    parts = ["%s (pid %d) waits at %s%s" % (g.roles.get(v.pid), v.pid, frame_text(v.user_frame()) or "?",
+                                           " (backward(): DDP's gradient all-reduce)" if in_backward(v.top_stack)
+                                           else "") for v in ranks]
+    return ("%s: every rank waits in a collective, but not the same one, so none completes (a rank that ran "
+            "out of batches early, uneven inputs, or took another branch)" % "; ".join(parts))
+
+
 def barrier_incomplete(g, call, parties):
     pids = sorted({v.pid for v in parties})
     return ("%d processes (pids %s) wait at one barrier (a multiprocessing.Barrier) at %s, and none of them "
@@ -464,6 +473,7 @@ SAY = {
     "event-loop-blocked": event_loop_blocked,
     "unnumbered-ranks": unnumbered_ranks,
     "barrier-incomplete": barrier_incomplete,
+    "collective-mismatch": collective_mismatch,
     "silent-output": silent_output,
     "skipped-children": skipped_children,
     "exited": exited,

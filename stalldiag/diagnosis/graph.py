@@ -59,6 +59,8 @@ def assign_roles(procs, root_pid, views_by_pid=None, parties=()):
         elif rank is not None:
             roles[pid] = "rank %d" % rank
     _unnumbered_ranks(procs, roles, root_pid, parties)
+    if root_pid not in roles and _starts_ranks(procs, roles, root_pid):
+        roles[root_pid] = "launcher"     # a script that starts the ranks itself, as torchrun does
     main = focus_process(procs, root_pid, roles)
     for proc in procs:
         if proc.pid not in roles:
@@ -80,6 +82,20 @@ def _unnumbered_ranks(procs, roles, root_pid, parties=()):
         roles[pid] = "rank %d" % number
     if root_pid not in ranks and root_pid not in roles:
         roles[root_pid] = "launcher"
+
+
+def _starts_ranks(procs, roles, root_pid):
+    """The root, not a rank itself, has ranks below it."""
+    parents = {p.pid: p.ppid for p in procs}
+    for pid, role in roles.items():
+        if not str(role).startswith("rank ") or pid == root_pid:
+            continue
+        up = parents.get(pid)
+        while up is not None and up != root_pid:
+            up = parents.get(up)
+        if up == root_pid:
+            return True
+    return False
 
 
 def unnumbered_ranks(procs, roles):
@@ -157,6 +173,11 @@ class WaitGraph:
             self.wakers.setdefault((record.get("pid"), record.get("tid")), []).append(record)
         for _call, members in self.barriers:
             for view in members:
+                view.kind = "collective"
+        for view in self.views:
+            # a rank blocked (not computing) in backward() waits for DDP's gradient all-reduce
+            if str(self.roles.get(view.pid)).startswith("rank ") and view.kind in ("lock", "other", "poll") \
+                    and frame_table.in_backward(view.top_stack) and stuck(view):
                 view.kind = "collective"
         # event loops waiting for events: what can wake each (event_loop.py)
         self.loops = {}

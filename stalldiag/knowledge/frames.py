@@ -68,6 +68,16 @@ def barrier_call(stack):
     return None
 
 
+# autograd's backward pass: in a rank of a DDP job it waits, between kernels, for the gradient
+# all-reduce that DDP's reducer starts from it (finalize_backward joins it).
+BACKWARD = ((r"torch/autograd/graph\.py$", r"^_engine_run_backward$"),
+            (r"torch/autograd/__init__\.py$", r"^backward$"))
+
+
+def in_backward(stack):
+    return _any_frame(stack, BACKWARD)
+
+
 def in_event_loop_wait(stack):
     """The thread is an asyncio event loop between steps, waiting for events."""
     return _any_frame(stack, EVENT_LOOP_STEP) and _any_frame(stack, EVENT_LOOP_WAIT)
