@@ -117,3 +117,12 @@ def test_ranks_waiting_in_different_collectives_are_a_mismatch(launch, tmp_path)
     assert "not the same one" in verdict["summary"] and "backward()" in verdict["summary"], verdict["summary"]
     assert "collective-mismatch" in kinds(report)
     assert verdict["progress"]["state"] == "no progress seen"
+
+
+def test_a_worker_waiting_on_the_compilers_it_runs_is_compiling(launch, tmp_path):
+    """The trainer waits on its compile worker, which waits on gcc, one short-lived gcc after
+    another: compilation, not a child program (re_inductor_recompile_storm, pytorch#97783)."""
+    w = launch("compile_worker_gcc.py", tmp_path, settle=1.5)
+    verdict = inspect_json(w.pid, "--children", duration=3)["verdict"]
+    assert verdict["category"] == "compilation", verdict["summary"]
+    assert verdict["pid"] != w.pid, verdict["summary"]

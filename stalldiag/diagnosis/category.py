@@ -95,6 +95,8 @@ def root_kind(d, view):
     role = d.roles.get(view.pid)
     if role == "compiler" or (role == "compile-worker" and view.kind == "cpu"):
         return "compile"
+    if view.kind in ("child", "pipe") and any(d.roles.get(pid) == "compiler" for pid in d.descendants(view.pid)):
+        return "compile"   # waiting on the compilers it runs (g++ per kernel: each lives a second or two)
     wait = d.file_waits.get((view.pid, view.tid))
     if wait and view.kind in ("sleep", "poll", "other") and is_lock_file(wait):
         return "lock"
