@@ -126,3 +126,14 @@ def test_a_worker_waiting_on_the_compilers_it_runs_is_compiling(launch, tmp_path
     verdict = inspect_json(w.pid, "--children", duration=3)["verdict"]
     assert verdict["category"] == "compilation", verdict["summary"]
     assert verdict["pid"] != w.pid, verdict["summary"]
+
+
+def test_a_child_reading_a_terminal_nobody_types_into_is_a_hidden_prompt(launch, tmp_path):
+    """The setup step's question goes to a log; its stdin is a terminal: the run is blocked on
+    terminal input, and the summary quotes the prompt (rc_hub_trust_prompt, a torch.hub
+    trust_repo prompt)."""
+    w = launch("hidden_prompt.py", tmp_path, settle=1.0)
+    verdict = inspect_json(w.pid, "--children", duration=2)["verdict"]
+    assert verdict["category"] == "io", verdict["summary"]
+    assert verdict["summary"].startswith("Blocked on terminal input, through a child program"), verdict["summary"]
+    assert "trusted list (y/N)?" in verdict["summary"]

@@ -51,7 +51,7 @@ ROOTS = {
     "cpu": ("cpu", False),
     "sleep": ("sleep", False),
     "poll": ("sleep", False),
-    "tty": ("sleep", False),
+    "tty": ("io", True),              # a read of a terminal: a prompt nobody answers
     "stopped": ("subprocess", False),
     "frozen": ("subprocess", False),
     "child": ("subprocess", False),

@@ -25,7 +25,7 @@ ACTIVITY_RANK = {
     "compile": 7, "cpu": 6, "io": 5, "network": 4, "child": 4, "gpu": 4, "cuda": 4, "lock": 3,
     "ipc": 2, "pipe": 2, "dataloader": 2, "collective": 1, "rendezvous": 1,
     "queue-get": 1, "queue-put": 1, "thread-join": 1, "future": 1, "condition": 1, "event": 1,
-    "loop-wakeup": 1,
+    "loop-wakeup": 1, "tty": 4,
 }
 
 
@@ -213,7 +213,8 @@ class WaitGraph:
 
     def most_telling_thread(self, pid):
         """The thread of pid doing the most telling thing (compiling > computing > I/O > ...)."""
-        views = [v for v in self.by_pid.get(pid, []) if v.n_samples]
+        views = [v for v in self.by_pid.get(pid, []) if v.n_samples and not idle_helper(v)] or \
+            [v for v in self.by_pid.get(pid, []) if v.n_samples]
         if not views:
             return None
         main = self.main_thread(pid)

@@ -73,6 +73,15 @@ def failed_calls(capture, pid, tid):
     return sorted(((name, n, errnos) for name, (n, errnos) in merged.items()), key=lambda r: -r[1])
 
 
+def last_lines(capture, pid, n=MAX_LINES):
+    """The last lines the process wrote to its stdout and stderr (output_tail), newest last."""
+    tail = (capture.get("output_tail") or {}).get(str(pid)) or {}
+    found = []
+    for stream in (tail.get("stdout"), tail.get("stderr")):
+        found += [line for line in (stream or {}).get("lines") or [] if line.strip()]
+    return found[-n:]
+
+
 def error_lines(capture, pid):
     """The last lines the process wrote (stdout, stderr, its open logs) that report a failure."""
     tail = (capture.get("output_tail") or {}).get(str(pid)) or {}

@@ -37,6 +37,8 @@ def summary_of(d, category, focus, culprit, through=None):
     wait = _file_wait_text(d, culprit)
     if wait:
         return wait
+    if culprit.kind == "tty":
+        return "Blocked on terminal input%s: %s" % (", through %s" % through if through else "", _prompt(d, culprit))
     special = _mechanism(d, category, focus, culprit)
     if special:
         return "%s: %s" % (head, special)
@@ -107,6 +109,19 @@ def _mechanism(d, category, focus, culprit):
             text += " (%s waits on it)" % focus.label
         return text
     return None
+
+
+def _prompt(d, view):
+    """"reads its terminal ... waiting for someone to type; it last wrote: <the prompt>"."""
+    from .retry import last_lines
+    text = "%s reads its terminal (%s), waiting for someone to type: an interactive prompt nobody answers" % (
+        view.label, detail_text(view.top_detail()) or "a tty")
+    lines = last_lines(d.capture, view.pid)
+    if lines:
+        text += "; it last wrote: %s" % lines[-1]
+    if view is not d.chain[0]:
+        text += " (%s waits on it)" % d.chain[0].label
+    return text
 
 
 def _file_wait_text(d, view):
