@@ -91,6 +91,8 @@ def parse_stat(text):
         "num_threads": int(rest[17]),
         "start_time": int(rest[19]),
         "processor": int(rest[36]) if len(rest) > 36 else None,
+        # the wait status a zombie left for its parent (field 52, Linux 3.5+)
+        "exit_code": int(rest[49]) if len(rest) > 49 else None,
     }
 
 

@@ -137,3 +137,15 @@ def test_a_child_reading_a_terminal_nobody_types_into_is_a_hidden_prompt(launch,
     assert verdict["category"] == "io", verdict["summary"]
     assert verdict["summary"].startswith("Blocked on terminal input, through a child program"), verdict["summary"]
     assert "trusted list (y/N)?" in verdict["summary"]
+
+
+def test_an_event_whose_only_setter_died_is_the_dead_child(launch):
+    """A multiprocessing.Event the save process would set; the save process exited with 1 and
+    nothing else maps the event: the dead child, with how it ended (rc_decoupled_ckpt_dead,
+    DeepSpeed#7741)."""
+    w = launch("event_setter_died.py", settle=1.0)
+    report = inspect_json(w.pid, "--children", duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "subprocess" and verdict["tid"] == w.pid, verdict["summary"]
+    assert "exited (exit code 1)" in verdict["summary"], verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"

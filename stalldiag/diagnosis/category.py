@@ -83,6 +83,7 @@ MECHANISMS = (
     ("deadlock", "locks"),
     ("lock-held-at-fork", "locks"),
     ("lost-task", "subprocess"),
+    ("waker-exited", "subprocess"),
     ("connection-stall", "network"),
 )
 

@@ -57,6 +57,18 @@ def joined(g, view):
     return [Edge(view, target, "join")]
 
 
+def waker_exited(g, view):
+    """A wait on a lock or event in shared memory (a multiprocessing.Event) that no other live
+    process maps, while a child of the waiter has exited: the child that would have set it is
+    gone (a save process that died, a worker killed by the OOM killer)."""
+    if not shared_futex(view) or not stuck(view) or g.shared_mappers(view):
+        return None
+    dead = [p for p in g.proc_list if p.ppid == view.pid and p.exited_at is not None]
+    if not dead:
+        return None
+    return Edge(view, None, "waker-exited", findings=[Finding.about("waker-exited", view, waiter=view, dead=dead)])
+
+
 LONG_SLEEP_S = 60.0
 
 
@@ -71,6 +83,9 @@ def waited_thread(g, view):
     again = reentered(view) if stuck(view) else None
     if again and not any(holds_same(v, again.facts["wants"], view) for v in g.by_pid.get(view.pid, []) if v is not view):
         return [again]
+    gone = waker_exited(g, view)
+    if gone:
+        return [gone]
     if view.kind == "lock":
         edges += gil_holder(g, view) or file_lock_holder(g, view)
         if edges:

@@ -256,7 +256,7 @@ def general_findings(d):
             continue  # short-lived by nature: summarised below, not one line each
         if proc.exited_at is not None:
             say(d, "exited", pid=proc.pid, proc=proc)
-        if not proc.python.get("stacks"):
+        if not proc.python.get("stacks") and proc.exited_at is None:
             say(d, "no-python-stacks", pid=proc.pid, proc=proc)
     workers = [p for p in d.proc_list if d.roles.get(p.pid) == "compile-worker" and p.exited_at is None]
     if workers:

@@ -413,6 +413,14 @@ def collective_mismatch(g, ranks):
             "out of batches early, uneven inputs, or took another branch)" % "; ".join(parts))
 
 
+def waker_exited(g, waiter, dead):
+    return ("%s waits at %s on a lock or event in shared memory that no other live process maps; %s, the "
+            "child that shared it, exited%s: nothing is left to set it" % (
+                waiter.label, frame_text(waiter.user_frame()) or "?", "; ".join(process_text(p) for p in dead[:3]),
+                " (%s)" % "; ".join(p.exit_status for p in dead[:3] if p.exit_status)
+                if any(p.exit_status for p in dead[:3]) else ""))
+
+
 def barrier_incomplete(g, call, parties):
     pids = sorted({v.pid for v in parties})
     return ("%d processes (pids %s) wait at one barrier (a multiprocessing.Barrier) at %s, and none of them "
@@ -433,6 +441,8 @@ def skipped_children(g, count):
 
 
 def exited(g, proc):
+    if proc.exit_status:
+        return "%s has exited, %s; it is a zombie its parent has not reaped" % (process_text(proc), proc.exit_status)
     return "%s exited at %.1f s into the window" % (process_text(proc), proc.exited_at)
 
 
@@ -473,6 +483,7 @@ SAY = {
     "event-loop-blocked": event_loop_blocked,
     "unnumbered-ranks": unnumbered_ranks,
     "barrier-incomplete": barrier_incomplete,
+    "waker-exited": waker_exited,
     "collective-mismatch": collective_mismatch,
     "silent-output": silent_output,
     "skipped-children": skipped_children,

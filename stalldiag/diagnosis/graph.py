@@ -273,6 +273,14 @@ class WaitGraph:
             out += [e["pid"] for e in ends if e.get("pid") in self.procs]
         return list(dict.fromkeys(out))
 
+    def shared_mappers(self, view):
+        """Other processes the waker probe found mapping the shared lock view waits on (a set),
+        or None when the probe did not look."""
+        for w in self.wakers.get((view.pid, view.tid), []):
+            if w.get("wait") == "futex-shared":
+                return set(w.get("mappers") or []) - {view.pid}
+        return None
+
     def lock_sharers(self, view):
         """Threads that can hold the lock view waits on: its own process's, and for a lock in
         shared memory (a multiprocessing lock) those of every process mapping it (the waker

@@ -28,7 +28,7 @@ INTERVAL_CPU_S = 0.05
 
 # Findings that mean the focus waits on something that will not resolve by itself.
 STALL_FINDINGS = ("deadlock", "lock-held-at-fork", "orphaned-wait", "lost-task", "retry-loop", "connection-stall",
-                  "barrier-incomplete", "collective-mismatch")
+                  "barrier-incomplete", "collective-mismatch", "waker-exited")
 
 
 def stuck(view):

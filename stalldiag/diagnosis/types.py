@@ -87,6 +87,7 @@ class Process:
     first_seen: Optional[float] = None
     last_seen: Optional[float] = None
     exited_at: Optional[float] = None
+    exit_status: Optional[str] = None       # a zombie's: "killed by SIGXFSZ", "exit code 1"
     cpu_seconds: Optional[float] = None
     ctx_switches: Dict[str, int] = field(default_factory=dict)
     io: Dict[str, int] = field(default_factory=dict)

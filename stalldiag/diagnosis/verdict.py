@@ -83,7 +83,8 @@ def _mechanism(d, category, focus, culprit):
         return "%s is %s" % (culprit.label, halted_phrase(d, culprit))
     fork = next((f for f in d.findings if f["kind"] in ("lock-held-at-fork", "orphaned-wait", "lost-task",
                                                           "retry-loop", "event-loop-wakeup", "event-loop-idle",
-                                                          "barrier-incomplete", "collective-mismatch")), None)
+                                                          "barrier-incomplete", "collective-mismatch",
+                                                          "waker-exited")), None)
     if fork:
         return fork["summary"]
     flock = next((f for f in d.findings if f["kind"] == "file-lock"), None)

@@ -9,6 +9,7 @@ so a thread stuck in one long read() costs one lookup for the whole window.
 """
 import os
 import pwd
+import signal
 import struct
 import time
 
@@ -62,6 +63,18 @@ def _signed(value):
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
+def exit_status(code):
+    """A wait status as words: "killed by SIGXFSZ", "exit code 1", or None."""
+    if code is None:
+        return None
+    if os.WIFSIGNALED(code):
+        try:
+            return "killed by %s" % signal.Signals(os.WTERMSIG(code)).name
+        except ValueError:
+            return "killed by signal %d" % os.WTERMSIG(code)
+    return "exit code %d" % os.WEXITSTATUS(code)
+
+
 def _signed32(value):
     value &= 0xFFFFFFFF
     return value - (1 << 32) if value >= 1 << 31 else value
@@ -76,6 +89,7 @@ class ProcessRecord:
         self.first_seen = t
         self.last_seen = t
         self.exited_at = None
+        self.exit_status = None   # how a zombie ended ("killed by SIGKILL", "exit code 1")
         self.threads = {}
         self.details = []
         self._detail_index = {}
@@ -181,6 +195,7 @@ class ProcessRecord:
             first_seen=round(self.first_seen, 3),
             last_seen=round(self.last_seen, 3),
             exited_at=None if self.exited_at is None else round(self.exited_at, 3),
+            exit_status=self.exit_status,
             role_hint=self.role_hint,
             cpu_seconds=None if cpu_ticks is None else cpu_ticks / procfs.CLK_TCK,
             io=delta(self.io_first, self.io_last,
@@ -467,6 +482,7 @@ class ThreadSampler:
         if stat["start_time"] != record.start_time:
             raise procfs.ProcessGone(pid)
         if stat["state"] in ("Z", "X"):
+            record.exit_status = exit_status(stat.get("exit_code"))
             raise procfs.ProcessGone(pid)
         record.last_seen = t
         record.stat_last = stat
