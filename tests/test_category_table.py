@@ -36,6 +36,7 @@ ROWS = [
     ("wait_child", "subprocess", "Waiting on a child program:", ["child", "sleep"]),
     # no boundary on the way: the root's own
     ("thread_join", "cpu", "Busy computing on the CPU:", ["thread-join", "cpu"]),
+    ("jit_script_deep", "compilation", "Compiling:", ["compile"]),
     ("gil_held_by_regex", "cpu", "Busy computing on the CPU:", ["lock", "cpu"]),
     ("stale_lock_filelock", "locks", "Blocked on a stale lock file:", ["sleep"]),
     ("event_loop_lost_wakeup", "locks", "Blocked on a lock:", ["loop-wakeup"]),

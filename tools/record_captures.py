@@ -81,6 +81,8 @@ CASES = {
     "event_loop_idle_server": (py("event_loop_waits.py", "server"), 0.5, 2),
     # processes at a multiprocessing.Barrier a party never reaches: a collective
     "barrier_party_missing": (py("barrier_party_missing.py", "processes"), 0.5, 2),
+    # torch.jit.script compiling deeply nested modules (the torch.jit row of the frame table)
+    "jit_script_deep": (py("jit_script_deep.py"), 1.0, 2),
 }
 
 

@@ -238,6 +238,8 @@ FRAMEWORK_PATTERNS = [
        "Triton is compiling a kernel"),
     _P("JAX", r"jax/_src/(compiler|interpreters/pxla|dispatch)\.py$", r"compile|lower|backend_compile", "compile",
        "JAX/XLA is compiling"),
+    _P("torch.jit", r"torch/jit/(_recursive|_script|frontend)\.py$", r".", "compile",
+       "torch.jit.script is compiling a model to TorchScript"),
     # torch.distributed
     _P("torch.distributed", r"torch/distributed/distributed_c10d\.py$",
        r"^(all_reduce|all_gather|all_gather_into_tensor|all_gather_object|reduce_scatter|"
