@@ -25,6 +25,10 @@ PROGRESS_UNDECIDABLE = {
     # only 2 of it in a 4 s window (CI, 8adec81); with fewer the rule cannot tell, and says
     # "making progress" (the category, cpu, is still checked)
     "rb_regex_gil_join_timeout",
+    # a DataLoader worker spinning in a pure-Python generator over an empty shard: its stack
+    # moves over several lines, like a worker preprocessing a heavy batch; the training loop
+    # waits the whole window either way (category cpu, checked)
+    "rc_blend_empty_shard_spin",
 }
 
 
