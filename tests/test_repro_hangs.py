@@ -25,6 +25,9 @@ PROGRESS_UNDECIDABLE = {
     # only 2 of it in a 4 s window (CI, 8adec81); with fewer the rule cannot tell, and says
     # "making progress" (the category, cpu, is still checked)
     "rb_regex_gil_join_timeout",
+    # the same for a single-threaded regex: py-spy, niced so as never to slow its target, took
+    # fewer than 3 stack samples of it at 100% CPU in CI's 4 s window (its first full run)
+    "rd_entity_regex_redos",
     # a DataLoader worker spinning in a pure-Python generator over an empty shard: its stack
     # moves over several lines, like a worker preprocessing a heavy batch; the training loop
     # waits the whole window either way (category cpu, checked)

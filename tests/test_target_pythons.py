@@ -136,3 +136,16 @@ def test_an_event_loop_only_its_threads_can_wake_on_every_python(launch, target_
     idle = launch_with(launch, python, "event_loop_waits.py", "server")
     verdict = inspect_json(idle.pid, duration=2)["verdict"]
     assert verdict["category"] == "sleep" and "listens on" in verdict["summary"], verdict["summary"]
+
+
+def test_a_missing_barrier_party_and_an_orphaned_put_on_every_python(launch, target_python):
+    """Round 2's mechanisms read threading's Barrier.wait and queue's Queue.put frames, named
+    differently by py-spy before 3.11, and a process-shared futex's mapping."""
+    _minor, python = target_python
+    w = launch_with(launch, python, "barrier_party_missing.py", "processes")
+    verdict = inspect_json(w.pid, "--children", duration=2)["verdict"]
+    assert verdict["category"] == "collective" and "a party is missing" in verdict["summary"], verdict["summary"]
+    q = launch_with(launch, python, "queue_consumer_died.py", settle=0.5)
+    verdict = inspect_json(q.pid, duration=2)["verdict"]
+    assert verdict["category"] == "locks" and "no thread is left to end the wait" in verdict["summary"], \
+        verdict["summary"]

@@ -73,8 +73,14 @@ LONG_SLEEP_S = 60.0
 
 
 def long_sleep(view):
+    """A minute or more of one sleep left (clock_nanosleep), or asked for (time.sleep before
+    Python 3.11 is a select() on no fds with that timeout)."""
     detail = view.top_detail()
-    return isinstance(detail, dict) and (detail.get("sleep_s") or 0) >= LONG_SLEEP_S
+    if not isinstance(detail, dict):
+        return False
+    if detail.get("sleep_s") is not None:
+        return detail["sleep_s"] >= LONG_SLEEP_S
+    return not detail.get("watching") and (detail.get("timeout_ms") or 0) >= LONG_SLEEP_S * 1000
 
 
 def waited_thread(g, view):
