@@ -9,6 +9,7 @@ missing (it died or never arrived); a party that dies after arriving leaves the 
 blocked even past their timeout.
 """
 from ..knowledge import frames as frame_table
+from .locks import shared_futex
 
 
 def barrier_parties(views):
@@ -17,8 +18,7 @@ def barrier_parties(views):
     groups = {}
     for view in views:
         call = frame_table.barrier_call(view.top_stack)
-        detail = view.top_detail()
-        if call is None or not (isinstance(detail, dict) and detail.get("shared")):
+        if call is None or not shared_futex(view):
             continue
         groups.setdefault((call[1], call[2]), (call, []))[1].append(view)
     return [(call, members) for call, members in groups.values() if len({v.pid for v in members}) >= 2]

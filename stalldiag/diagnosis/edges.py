@@ -30,8 +30,9 @@ from collections import Counter
 from ..knowledge import frames as frame_table
 from .gpu import devices_of
 from .graph import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, co_waiter, idle_helper, in_file_lock,
-                    library_only, shared_futex, waited_targets)
-from .locks import LOCK_NAME, futex_word, held_in_window, held_locks, holds_same, lock_intent, self_held
+                    library_only, waited_targets)
+from .locks import (LOCK_NAME, futex_word, held_in_window, held_locks, holds_same, lock_intent, self_held,
+                    shared_futex)
 from .progress import STUCK_SHARE, stuck
 from .threads import THREAD_WAIT_KINDS
 from .types import Edge, Finding

@@ -39,13 +39,10 @@ def _side(g, view, fd):
             return "listeners"
         return "outside" if fd.get("state") in CONNECTED or fd.get("proto") == "udp" else "wakeup"
     if kind in ("unix", "pipe", "fifo"):
-        ends = set(g.holders.get(target, ())) | set(g.waker_pids(view, target))
-        if kind == "unix":
-            ends = set()
-            for peer in g.peer_targets(target):
-                if peer == target:
-                    return "outside"          # its peer is not known: assume it may be anyone
-                ends |= set(g.holders.get(peer, ()))
+        # who holds the other end: a unix socket's peer socket (none known: anyone may), or the
+        # pipe itself, here or anywhere on the host
+        ends = set(g.other_end(target, g.unix_peers)) if kind == "unix" else \
+            set(g.holders.get(target, ())) | set(g.waker_pids(view, target))
         # both ends its own: a wake-up channel; an end elsewhere, or unknown: a peer
         return "wakeup" if ends == {view.pid} else "outside"
     if kind == "tty":

@@ -216,7 +216,6 @@ def event_loop_blocked(d, view):
 
 def barrier_incomplete(d, view):
     """Every party seen at view's process-shared barrier waits, and none runs (barriers.py)."""
-    from .progress import stuck
     for call, members in d.barriers:
         if view in members and all(stuck(v) for v in members):
             say(d, "barrier-incomplete", view, call=call, parties=members)
@@ -244,8 +243,7 @@ def general_findings(d):
     from .graph import unnumbered_ranks
     guessed = unnumbered_ranks(d.proc_list, d.roles)
     if guessed:
-        parties = {v.pid for _call, members in d.barriers for v in members}
-        say(d, "unnumbered-ranks", pids=guessed, parties=sorted(parties & set(guessed)))
+        say(d, "unnumbered-ranks", pids=guessed, parties=sorted(d.barrier_pids & set(guessed)))
     skipped = cap.get("skipped_children") or 0
     if skipped:
         say(d, "skipped-children", pid=d.root_pid, count=skipped)

@@ -13,6 +13,7 @@ from ..knowledge import frames as frame_table
 from ..knowledge.processes import match_process, runs_distributed
 from ..knowledge.ranks import RANK_VARS, first_var
 from .barriers import barrier_parties
+from .locks import shared_futex
 from .event_loop import loop_kind, loop_wait
 from .gpu import device_summaries, devices_of
 from .progress import stuck
@@ -146,8 +147,8 @@ class WaitGraph:
         for view in self.views:
             self.by_pid.setdefault(view.pid, []).append(view)
         self.barriers = barrier_parties(self.views)
-        self.roles = assign_roles(self.proc_list, self.root_pid, self.by_pid,
-                                  {v.pid for _call, members in self.barriers for v in members})
+        self.barrier_pids = {v.pid for _call, members in self.barriers for v in members}
+        self.roles = assign_roles(self.proc_list, self.root_pid, self.by_pid, self.barrier_pids)
         self.findings = []     # report dicts, from formatter.as_dict and evidence.py
         self.chain = []        # the walk's chain (set by diagnose)
         self.walk = None
@@ -436,11 +437,6 @@ def library_only(view):
     """A thread whose every frame is library code (a pool's helper thread)."""
     from ..knowledge.frames import is_library_file
     return bool(view.top_stack) and all(is_library_file(f[1]) for f in view.top_stack)
-
-
-def shared_futex(view):
-    detail = view.top_detail()
-    return isinstance(detail, dict) and detail.get("shared")
 
 
 def doing_call(view):

@@ -81,6 +81,11 @@ def self_held(view):
     return None
 
 
+def shared_futex(view):
+    detail = view.top_detail()
+    return isinstance(detail, dict) and detail.get("shared")
+
+
 def futex_word(view):
     detail = view.top_detail()
     return detail.get("futex") if isinstance(detail, dict) else None

@@ -73,21 +73,24 @@ def failed_calls(capture, pid, tid):
     return sorted(((name, n, errnos) for name, (n, errnos) in merged.items()), key=lambda r: -r[1])
 
 
+def _tail_streams(capture, pid, logs=True):
+    """The output_tail streams of a process: stdout, stderr and (logs) its open log files."""
+    tail = (capture.get("output_tail") or {}).get(str(pid)) or {}
+    return [tail.get("stdout"), tail.get("stderr")] + (list(tail.get("logs") or []) if logs else [])
+
+
 def last_lines(capture, pid, n=MAX_LINES):
     """The last lines the process wrote to its stdout and stderr (output_tail), newest last."""
-    tail = (capture.get("output_tail") or {}).get(str(pid)) or {}
     found = []
-    for stream in (tail.get("stdout"), tail.get("stderr")):
+    for stream in _tail_streams(capture, pid, logs=False):
         found += [line for line in (stream or {}).get("lines") or [] if line.strip()]
     return found[-n:]
 
 
 def error_lines(capture, pid):
     """The last lines the process wrote (stdout, stderr, its open logs) that report a failure."""
-    tail = (capture.get("output_tail") or {}).get(str(pid)) or {}
-    streams = [tail.get("stdout"), tail.get("stderr")] + list(tail.get("logs") or [])
     found = []
-    for stream in streams:
+    for stream in _tail_streams(capture, pid):
         for line in (stream or {}).get("lines") or []:
             if table.ERROR_LINE.search(line) and line not in found:
                 found.append(line)

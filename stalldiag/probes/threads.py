@@ -731,10 +731,9 @@ def describe_wait(pid, syscall, args, sockets, maps=None):
         return {"watching": [fds.describe_fd(pid, fd, sockets) for fd in watched[:MAX_WATCHED_FDS]],
                 "timeout_ms": timeout}
     if syscall in NANOSLEEPS:
-        ts_addr = args[2] if syscall == "clock_nanosleep" else args[0]
-        raw = procfs.read_memory(pid, ts_addr, 16)
-        if len(raw) == 16:
-            sec, nsec = struct.unpack("<qq", raw)
+        ts = _read_timespec(pid, args[2] if syscall == "clock_nanosleep" else args[0])
+        if ts is not None:
+            sec, nsec = ts
             value = sec + nsec / 1e9
             if syscall == "clock_nanosleep" and args[1] & TIMER_ABSTIME:
                 # Python sleeps until an absolute deadline on CLOCK_MONOTONIC.
@@ -752,11 +751,14 @@ def _timespec_ms(pid, address, per_ms):
     and epoll_wait's -1), None when unreadable.  per_ms: the struct's second field per ms."""
     if not address:
         return -1
+    ts = _read_timespec(pid, address)
+    return None if ts is None else int(ts[0] * 1000 + ts[1] / per_ms)
+
+
+def _read_timespec(pid, address):
+    """(seconds, fraction) of a struct timespec or timeval in the target's memory, or None."""
     raw = procfs.read_memory(pid, address, 16)
-    if len(raw) != 16:
-        return None
-    sec, frac = struct.unpack("<qq", raw)
-    return int(sec * 1000 + frac / per_ms)
+    return struct.unpack("<qq", raw) if len(raw) == 16 else None
 
 
 def shared_mapping(pid, address, maps=None):
