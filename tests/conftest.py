@@ -113,7 +113,34 @@ def run_stalldiag(*args, timeout=120):
 def inspect_json(pid, *args, duration=2):
     proc = run_stalldiag("inspect", pid, "--duration", duration, "--json", *args)
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    report = json.loads(proc.stdout)
+    _calibration_record(report)
+    return report
+
+
+# STALLDIAG_CALIBRATION_LOG=FILE: each verdict a live test asked for, with that test's outcome,
+# one JSON line each (tools/calibration.py turns them into right/wrong per confidence level).
+_CALIBRATION = os.environ.get("STALLDIAG_CALIBRATION_LOG")
+_verdicts_of_test = []
+
+
+def _calibration_record(report):
+    if _CALIBRATION:
+        verdict = report.get("verdict") or {}
+        _verdicts_of_test.append({key: verdict.get(key) for key in ("category", "confidence", "summary")}
+                                 | {"progress": (verdict.get("progress") or {}).get("state")})
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    result = outcome.get_result()
+    if not _CALIBRATION or result.when != "call":
+        return
+    with open(_CALIBRATION, "a") as f:
+        for verdict in _verdicts_of_test:
+            f.write(json.dumps(dict(verdict, test=item.nodeid, passed=result.passed)) + "\n")
+    _verdicts_of_test.clear()
 
 
 def process_of(report, pid):

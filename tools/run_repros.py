@@ -71,6 +71,7 @@ def run_one(row, duration, out_dir, python=None):
     return {"id": row["id"], "want": truth["blocked_on"], "got": verdict["category"],
             "right": verdict["category"] == truth["blocked_on"] and progress_ok,
             "progress": verdict["progress"]["state"], "progress_ok": progress_ok,
+            "confidence": verdict.get("confidence"),
             "summary": verdict["summary"], "cite": row.get("cite")}
 
 
@@ -90,9 +91,9 @@ def main():
         if "error" in result:
             print("%-42s ERROR %s" % (result["id"], result["error"]), flush=True)
         else:
-            print("%-42s %-5s want %-11s got %-11s %s | %s" % (
+            print("%-42s %-5s want %-11s got %-11s %-6s %s | %s" % (
                 result["id"], "ok" if result["right"] else "MISS", result["want"], result["got"],
-                result["progress"], result["summary"][:160]), flush=True)
+                result["confidence"], result["progress"], result["summary"][:160]), flush=True)
     right = sum(1 for r in results if r.get("right"))
     print("%d of %d right" % (right, len(results)))
     with open(os.path.join(args.out, "results.json"), "w") as f:
