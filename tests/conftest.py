@@ -1,5 +1,12 @@
-"""Real workloads, launched for each test and killed afterwards."""
+"""Real workloads, launched for each test and killed afterwards.
+
+Two layers: a test that starts a process (a workload, stalldiag itself, a browser, Slurm) is
+`live`; the rest (units, and replays of saved captures) are the fast layer, run after every
+change as `pytest -m "not live"`.
+"""
+import inspect
 import json
+import re
 import os
 import queue
 import signal
@@ -46,6 +53,29 @@ def _wait_ready(popen, timeout=60):
         if line.startswith("READY"):
             return
     raise AssertionError("workload did not become ready (exit code %s)" % popen.poll())
+
+
+# Fixtures that start or need real processes, and calls that do.
+LIVE_FIXTURES = {"launch", "freezer", "cpu_quota", "slow_storage_dir", "silent_server", "driver", "cgroups_removed",
+                 "spawn", "retrying", "hang_guard", "slurm", "submit", "target_python", "fuse_mount"}
+LIVE_CALLS = re.compile(r"\b(run_stalldiag|run_one|inspect_json|subprocess|Popen|launch|multiprocessing|os\.fork|"
+                        r"threading\.Thread|CliRunner|session\.|Session\()")
+
+
+def _is_live(item):
+    if LIVE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    try:
+        source = inspect.getsource(item.function)
+    except (OSError, TypeError, AttributeError):
+        return True
+    return bool(LIVE_CALLS.search(source))
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _is_live(item):
+            item.add_marker(pytest.mark.live)
 
 
 @pytest.fixture

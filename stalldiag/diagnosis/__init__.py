@@ -15,7 +15,7 @@ verdict.py writes the summary; evidence.py adds the numbers around it.
 """
 from .evidence import barrier_incomplete, event_loop_blocked, event_loop_waiting, unseen_wakers, framework_evidence, general_findings, gpu_evidence, process_evidence
 from .explain import describe_thread, detail_text, frame_text, process_text  # noqa: F401
-from .formatter import as_dict
+from .registry import as_dict
 from .graph import WaitGraph
 from .verdict import CATEGORIES, choose_category, confidence_of, halted_phrase, summary_of, undrained_pipe  # noqa: F401
 from .types import Finding

@@ -17,9 +17,10 @@ The summary starts with the category's words and, when the first boundary
 link is of another category, says so: "Blocked on storage I/O, through a
 lock: ...".  Mechanisms that end the chain by themselves (a deadlock, a lost
 pool task, a full pipe nobody drains) are findings with a category of their
-own (MECHANISMS).
+own (registry.py).
 """
 from ..knowledge.frames import LOCK_FILE_SUFFIXES
+from .registry import CATEGORY_OF, WEAK_ROOT_CATEGORY_OF
 from .threads import THREAD_WAIT_KINDS
 
 CATEGORIES = ("locks", "io", "compilation", "cuda", "collective", "network", "subprocess",
@@ -77,16 +78,6 @@ BOUNDARIES = {
     "file-server": ("io", "a file system served by a process (FUSE)"),
 }
 
-# findings that are the mechanism by themselves -> category
-MECHANISMS = (
-    ("undrained-pipe", "io"),         # before deadlock: a reader joining its writer is both
-    ("deadlock", "locks"),
-    ("lock-held-at-fork", "locks"),
-    ("lost-task", "subprocess"),
-    ("waker-exited", "subprocess"),
-    ("connection-stall", "network"),
-)
-
 
 
 def root_kind(d, view):
@@ -142,11 +133,17 @@ def categorize(d, walk, mechanisms):
     way there when it is of another category.  mechanisms: the kinds of findings (and chain
     mechanisms such as "undrained-pipe") found on the way."""
     kinds = set(mechanisms)
-    for kind, category in MECHANISMS:
+    for kind, category in CATEGORY_OF:
         if kind in kinds:
             return category, None
     root = walk.chain[-1]
     kind = root_kind(d, root)
+    if kind == "retry" or not ROOTS[kind][1]:
+        # a mechanism that explains a root which explains nothing itself (a lock file's holder
+        # that sleeps in a loop catching an exception is holding the lock, not retrying for us)
+        for mechanism, category in WEAK_ROOT_CATEGORY_OF:
+            if mechanism in kinds:
+                return category, None
     link, _index = boundary_of(d, walk)
     if kind == "retry":
         # what the failing call is about decides, wherever the retry sits

@@ -7,7 +7,7 @@ stacks, D state, compile workers).
 from collections import Counter
 
 from .explain import detail_text, frame_text
-from .formatter import as_dict
+from .registry import as_dict
 from .progress import stuck
 from .types import Finding
 

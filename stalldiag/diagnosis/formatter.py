@@ -1,27 +1,12 @@
 """Every sentence the diagnosis's findings say, written from their facts.
 
 edges.py, walk.py and evidence.py find; this module says.  One function per finding kind, each
-taking the Finding's facts; as_dict() gives the report's {"kind", "summary", "pid",
-"tid"} record (a few internal kinds share a report kind: a pool deadlock is a
-deadlock, a missed task_done() an orphaned wait).
+taking the Finding's facts; registry.py names, for each mechanism, the function that says it.
 """
 from .explain import code_text, frame_text, pct, process_text
-from .types import Finding
 
 LOCK_TYPES = {"FLOCK": "flock()", "POSIX": "POSIX (fcntl/lockf)", "OFDLCK": "open-file-description (OFD)",
               "LEASE": "lease"}
-REPORT_KIND = {"pool-deadlock": "deadlock", "likely-deadlock": "deadlock", "missed-task-done": "orphaned-wait",
-               "cycle": "deadlock"}
-
-
-def as_dict(item: Finding, g):
-    return {"kind": REPORT_KIND.get(item.kind, item.kind), "summary": summary(item, g), "pid": item.pid,
-            "tid": item.tid}
-
-
-def summary(item: Finding, g):
-    """g: the graph, for what a sentence names beyond the finding (roles, process command lines)."""
-    return SAY[item.kind](g, **item.facts)
 
 
 def _s(items):
@@ -464,48 +449,3 @@ def compiler_processes(g, compilers):
 
 def d_state(g, thread, share):
     return "%s in uninterruptible sleep (D) %s of the window" % (thread.label, pct(share))
-
-
-SAY = {
-    "dataloader-starved": dataloader_starved,
-    "compiling": compiling,
-    "missing-ranks": missing_ranks,
-    "hung-kernel": hung_kernel,
-    "gpu-bound": gpu_bound,
-    "collective-on-gpu": collective_on_gpu,
-    "launch-bound": launch_bound,
-    "gpu-starved": gpu_starved,
-    "xid": xid,
-    "ecc": ecc,
-    "gpu-throttled": gpu_throttled,
-    "waker-unseen": waker_unseen,
-    "mount": mount,
-    "event-loop-blocked": event_loop_blocked,
-    "unnumbered-ranks": unnumbered_ranks,
-    "barrier-incomplete": barrier_incomplete,
-    "waker-exited": waker_exited,
-    "collective-mismatch": collective_mismatch,
-    "silent-output": silent_output,
-    "skipped-children": skipped_children,
-    "exited": exited,
-    "no-python-stacks": no_python_stacks,
-    "compile-workers": compile_workers,
-    "compiler-processes": compiler_processes,
-    "d-state": d_state,
-    "event-loop-idle": event_loop_idle,
-    "event-loop-wakeup": event_loop_wakeup,
-    "peer-not-serving": peer_not_serving,
-    "retry-loop": retry_loop,
-    "lock-holder": lock_holder,
-    "likely-deadlock": likely_deadlock,
-    "lock-held-at-fork": held_at_fork,
-    "missed-task-done": missed_task_done,
-    "orphaned-wait": orphaned_wait,
-    "pool-deadlock": pool_deadlock,
-    "file-lock": file_lock,
-    "lost-task": lost_task,
-    "straggler": straggler,
-    "compiler-busy": compiler_busy,
-    "deadlock": cycle,
-    "connection-stall": cycle,
-}

@@ -15,6 +15,7 @@ not from what it prints.
 """
 import os
 
+from .registry import BLOCKS_PROGRESS
 from .types import Process
 
 # Least CPU use, as a share of one core over the span, that counts as work.
@@ -25,10 +26,6 @@ STUCK_SHARE = 0.8   # share of the window in one wait that makes a thread "stuck
 STARVED_CPU = 0.05  # a training loop under this share of a core over the window did not run
 # Between two watch checks: CPU seconds that count as work (only when the stacks moved too)
 INTERVAL_CPU_S = 0.05
-
-# Findings that mean the focus waits on something that will not resolve by itself.
-STALL_FINDINGS = ("deadlock", "lock-held-at-fork", "orphaned-wait", "lost-task", "retry-loop", "connection-stall",
-                  "barrier-incomplete", "collective-mismatch", "waker-exited")
 
 
 def stuck(view):
@@ -49,7 +46,7 @@ def blockers(d):
     from .verdict import halted_phrase
     out, done = [], set()
     for item in d.findings:
-        if item["kind"] in STALL_FINDINGS and item.get("failing", True):   # (a retry that shows failures)
+        if item["kind"] in BLOCKS_PROGRESS and item.get("failing", True):   # (a retry that shows failures)
             out.append("%s (it cannot resolve by itself)" % item["summary"])
     focus = d.chain[0] if d.chain else None
     duration = d.window.duration_s or 0

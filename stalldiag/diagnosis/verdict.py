@@ -5,6 +5,7 @@ mechanism in the user's words, and when the root cause was reached through a lin
 of another category, which ("Blocked on storage I/O, through a lock: ...").
 """
 from .category import CATEGORIES, SUMMARY, categorize, is_lock_file as _is_lock_file  # noqa: F401
+from .registry import LEADS_SUMMARY, finding_of
 from .explain import detail_text, frame_text, pct, process_text, residency_text
 
 
@@ -81,15 +82,11 @@ def _mechanism(d, category, focus, culprit):
                                           role(focus), _pid_text(focus), how)
     if d.halted(culprit):
         return "%s is %s" % (culprit.label, halted_phrase(d, culprit))
-    fork = next((f for f in d.findings if f["kind"] in ("lock-held-at-fork", "orphaned-wait", "lost-task",
-                                                          "retry-loop", "event-loop-wakeup", "event-loop-idle",
-                                                          "barrier-incomplete", "collective-mismatch",
-                                                          "waker-exited")), None)
-    if fork:
-        return fork["summary"]
-    flock = next((f for f in d.findings if f["kind"] == "file-lock"), None)
-    if flock:
-        return "%s; that process is %s" % (flock["summary"], _doing(culprit, d))
+    lead = finding_of(d.findings, LEADS_SUMMARY)
+    if lead and lead["kind"] == "file-lock":
+        return "%s; that process is %s" % (lead["summary"], _doing(culprit, d))
+    if lead:
+        return lead["summary"]
     if d.walk.out_of(focus) is not None and d.walk.out_of(focus).kind == "gil":
         return "%s waits for the GIL, which %s holds: %s at %s without releasing it" % (
             focus.label, culprit.label, state.phrase if state else _doing(culprit, d),
