@@ -21,7 +21,7 @@ own (registry.py).
 """
 from ..knowledge.frames import LOCK_FILE_SUFFIXES
 from .registry import CATEGORY_OF, WEAK_ROOT_CATEGORY_OF
-from .threads import THREAD_WAIT_KINDS
+from . import kinds
 
 CATEGORIES = ("locks", "io", "compilation", "cuda", "collective", "network", "subprocess",
               "cpu", "sleep", "unknown")
@@ -39,33 +39,8 @@ SUMMARY = {
     "unknown": "Cause not determined",
 }
 
-# root kind -> (category, decisive)
-ROOTS = {
-    "io": ("io", True),
-    "compile": ("compilation", True),
-    "cuda": ("cuda", True),
-    "gpu": ("cuda", True),
-    "network": ("network", True),
-    "lock": ("locks", True),          # a lock wait nobody is found to hold (or a lock file)
-    "loop-wakeup": ("locks", True),   # an event loop only its own threads can wake (event_loop.py)
-    "retry": ("sleep", True),         # refined by the failing call (retry.py)
-    "cpu": ("cpu", False),
-    "sleep": ("sleep", False),
-    "poll": ("sleep", False),
-    "tty": ("io", True),              # a read of a terminal: a prompt nobody answers
-    "stopped": ("subprocess", False),
-    "frozen": ("subprocess", False),
-    "child": ("subprocess", False),
-    "ipc": ("locks", False),
-    "collective": ("collective", False),
-    "rendezvous": ("collective", False),
-    "pipe": ("unknown", False),
-    "dataloader": ("unknown", False),
-    "exited": ("unknown", False),
-    "other": ("unknown", False),
-    "unknown": ("unknown", False),
-}
-ROOTS.update({kind: ("locks", True) for kind in THREAD_WAIT_KINDS})
+# root kind -> (category, decisive), from the table of thread kinds
+ROOTS = {k.name: (k.root, k.decisive) for k in kinds.KINDS}
 
 # link kind -> (category, words for "through ...")
 BOUNDARIES = {

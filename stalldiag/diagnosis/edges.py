@@ -34,6 +34,7 @@ from .graph import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, co_waite
 from .locks import (LOCK_NAME, futex_word, held_in_window, held_locks, holds_same, lock_intent, self_held,
                     shared_futex)
 from .progress import STUCK_SHARE, stuck
+from . import kinds
 from .threads import THREAD_WAIT_KINDS
 from .types import Edge, Finding
 
@@ -416,7 +417,7 @@ def tcp_peer(g, view):
 
 
 # what a thread does when it is working, not waiting: a peer busy so is the one to follow
-WORKING_KINDS = ("cpu", "io", "compile", "cuda", "gpu")
+WORKING_KINDS = kinds.names(working=True)
 
 
 def lost_pool_task(g, view):

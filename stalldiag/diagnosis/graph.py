@@ -19,15 +19,11 @@ from .gpu import device_summaries, devices_of
 from .progress import stuck
 from .retry import retrying
 from .state import RUNNING_SHARE, classify, process_condition
+from . import kinds
 from .threads import THREAD_WAIT_KINDS, thread_views
 from .types import Window, processes
 
-ACTIVITY_RANK = {
-    "compile": 7, "cpu": 6, "io": 5, "network": 4, "child": 4, "gpu": 4, "cuda": 4, "lock": 3,
-    "ipc": 2, "pipe": 2, "dataloader": 2, "collective": 1, "rendezvous": 1,
-    "queue-get": 1, "queue-put": 1, "thread-join": 1, "future": 1, "condition": 1, "event": 1,
-    "loop-wakeup": 1, "tty": 4,
-}
+ACTIVITY_RANK = {k.name: k.rank for k in kinds.KINDS if k.rank}
 
 
 LAUNCHER_ROLES = ("launcher",)
@@ -373,7 +369,7 @@ def _kind_from_state(view):
 
 
 # Waits spent asleep in the kernel, that take no CPU while they last.
-SLEEPING_KINDS = ("lock", "sleep", "poll", "pipe", "ipc", "child", "network", "tty", "loop-wakeup") + THREAD_WAIT_KINDS
+SLEEPING_KINDS = kinds.names(asleep=True)
 
 
 def _awake_share(state):

@@ -9,10 +9,11 @@ from collections import Counter
 
 from ..knowledge import frames as frame_table
 from ..knowledge.syscalls import wait_kind, wchan_kind
+from . import kinds
 from .types import Frame, processes
 
 # Waits on another thread of the same process, known from Python frames.
-THREAD_WAIT_KINDS = ("thread-join", "queue-get", "queue-put", "condition", "event", "future", "semaphore")
+THREAD_WAIT_KINDS = kinds.names(thread_wait=True)
 
 # Python-frame kinds and the kernel kinds they refine.
 FRAME_REFINES = {
@@ -39,7 +40,7 @@ CONTEXT_RULES = (
     ("dataloader", 0.5, ("poll", "pipe", "ipc", "lock", "sleep", "other", "network")),
 )
 
-IDLE_KINDS = ("sleep", "poll", "event", "condition", "other", "unknown", "tty", "stopped")
+IDLE_KINDS = kinds.names(idle=True)
 
 
 class ThreadView:

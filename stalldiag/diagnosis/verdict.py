@@ -5,6 +5,7 @@ mechanism in the user's words, and when the root cause was reached through a lin
 of another category, which ("Blocked on storage I/O, through a lock: ...").
 """
 from .category import CATEGORIES, SUMMARY, categorize, is_lock_file as _is_lock_file  # noqa: F401
+from . import kinds
 from .registry import LEADS_SUMMARY, finding_of
 from .explain import detail_text, frame_text, pct, process_text, residency_text
 
@@ -207,12 +208,7 @@ def _first_framework_frame(view):
 
 
 def _doing(view, d=None):
-    words = {"cpu": "computing", "sleep": "sleeping", "io": "doing storage I/O", "network": "waiting on the network",
-             "lock": "blocked on a lock", "child": "waiting on its own child", "poll": "idle in poll",
-             "tty": "waiting for someone to type on its terminal (an interactive prompt)",
-             "pipe": "blocked on a pipe", "ipc": "waiting for a message from another process",
-             "compile": "compiling", "loop-wakeup": "an event loop waiting for a wake-up from its own threads"}
-    text = "%s (%s)" % (words.get(view.kind, view.kind), residency_text(view, 2))
+    text = "%s (%s)" % (kinds.of(view.kind).doing or view.kind, residency_text(view, 2))
     end = d.walk.end if d is not None and d.walk and d.walk.chain[-1] is view else None
     tool = end.facts.get("tool") if end is not None and end.kind == "compiler" else None
     if tool is not None:

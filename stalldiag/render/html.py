@@ -10,6 +10,7 @@ import html
 import json
 
 from ..diagnosis import detail_text, sample_kind
+from ..diagnosis import kinds as thread_kinds
 from .common import (PROCESS_HEADER, command_text, failed_calls, failed_text, gpu_rows, looks_like_error,
                      output_tails, process_rows, tail_heading)
 
@@ -32,14 +33,6 @@ CATEGORIES = [
     ("other", "other / unknown", "#dcd6c8"),
 ]
 _CAT_INDEX = {key: i for i, (key, _label, _color) in enumerate(CATEGORIES)}
-_KIND_TO_CAT = {
-    "cpu": "running",
-    "lock": "lock",
-    "io": "io", "open": "io",
-    "network": "network", "ipc": "network", "pipe": "network",
-    "sleep": "sleep", "poll": "sleep",
-    "child": "child",
-}
 
 
 def _clean(text, limit=None):
@@ -120,7 +113,7 @@ def _timeline(report, cap):
                 detail = details[s[3]]
             wchan = s[4] if len(s) > 4 else None
             kind = sample_kind(state, syscall, detail, wchan)
-            cat = _CAT_INDEX[_KIND_TO_CAT.get(kind, "other")]
+            cat = _CAT_INDEX[thread_kinds.of(kind).band]
             if state == "D":
                 cat = _CAT_INDEX["io"]
             if state == "R" or syscall == "running":

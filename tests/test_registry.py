@@ -1,0 +1,130 @@
+"""The registry of mechanisms and the table of thread kinds, held against the code.
+
+Each mechanism and each thread kind is declared once (diagnosis/registry.py, diagnosis/kinds.py):
+a finding the code says that the registry lacks, a row nothing produces, a kind a thread can
+take that the table lacks, or a precedence that no longer decides, fails here.
+"""
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from stalldiag.capture import load_report
+from stalldiag.diagnosis import category, graph, kinds, progress, registry, threads, verdict
+from stalldiag.diagnosis import edges as edges_module
+from stalldiag.diagnosis.graph import WaitGraph
+from stalldiag.diagnosis.walk import walk
+from stalldiag.knowledge import syscalls
+
+DIAGNOSIS = Path(registry.__file__).parent
+CAPTURES = Path(__file__).resolve().parent.parent / "fixtures" / "captures"
+SAID = re.compile(r'(?:Finding\.about\(|say\(d, )"([a-z-]+)"')
+
+
+def said_in_code():
+    """finding kind -> modules whose code says it."""
+    out = {}
+    for path in DIAGNOSIS.glob("*.py"):
+        for kind in SAID.findall(path.read_text()):
+            out.setdefault(kind, set()).add(path.stem)
+    return out
+
+
+def test_every_finding_the_code_says_is_a_registry_row():
+    missing = sorted(set(said_in_code()) - set(registry.BY_KIND))
+    assert not missing, "findings said in the code with no registry row: %s" % missing
+
+
+def test_every_row_is_found_by_the_detector_it_names():
+    said = said_in_code()
+    for row in registry.MECHANISMS:
+        module_name, function = row.found_by.split(".")
+        module = importlib.import_module("stalldiag.diagnosis." + module_name)
+        assert callable(getattr(module, function, None)), "%s: no %s" % (row.kind, row.found_by)
+        if row.kind in ("undrained-pipe", "retry-loop", "silent-output"):
+            continue   # said by the pipeline from the detector's answer (diagnosis/__init__.py)
+        assert module_name in said.get(row.kind, ()) or '"%s"' % row.kind in inspect.getsource(module), \
+            "%s is not found in %s.py" % (row.kind, module_name)
+
+
+def test_each_row_has_a_sentence_and_a_known_category():
+    for row in registry.MECHANISMS:
+        assert row.kind == "undrained-pipe" or callable(row.says), row.kind
+        assert row.category in category.CATEGORIES + (None,), row.kind
+        assert row.decides in ("always", "weak-root") and row.rests_on in ("closed", "inferred", "context")
+    assert len(registry.BY_KIND) == len(registry.MECHANISMS), "a mechanism declared twice"
+
+
+def test_the_tables_of_category_progress_and_summary_are_the_registrys():
+    assert progress.BLOCKS_PROGRESS is registry.BLOCKS_PROGRESS
+    assert category.CATEGORY_OF is registry.CATEGORY_OF
+    assert verdict.LEADS_SUMMARY is registry.LEADS_SUMMARY
+    # no module of the pipeline keeps a list of mechanisms of its own (a tuple, list or dict
+    # literal naming two or more of them): that is how the lists came to disagree
+    literal = re.compile(r"[(\[{][^()\[\]{}]*[)\]}]", re.S)
+    mechanisms = set(registry.BY_KIND) - {"file-lock"}   # also an edge kind (edges.py), named as such
+    for path in DIAGNOSIS.glob("*.py"):
+        if path.stem in ("registry", "formatter"):
+            continue
+        for group in literal.findall(path.read_text()):
+            named = set(re.findall(r'"([a-z-]+)"', group)) & mechanisms
+            assert len(named) < 2, "%s.py keeps its own list of mechanisms: %s" % (path.stem, sorted(named))
+
+
+def test_every_kind_a_thread_can_take_is_in_the_table():
+    producible = (set(syscalls.WAIT_KIND.values()) | set(syscalls.FD_KIND_OVERRIDES.values())
+                  | {kind for _fragment, kind in syscalls.WCHAN_HINTS} | set(threads.FRAME_REFINES)
+                  | {rule[0] for rule in threads.CONTEXT_RULES} | set(edges_module.FINDERS)) - {"fd"}
+    assert producible <= set(kinds.BY_NAME), sorted(producible - set(kinds.BY_NAME))
+    for kind in kinds.KINDS:
+        assert kind.root in category.CATEGORIES, kind.name
+    assert len(kinds.BY_NAME) == len(kinds.KINDS), "a thread kind declared twice"
+
+
+def test_the_kind_tables_elsewhere_are_derived_from_the_one_table():
+    assert category.ROOTS == {k.name: (k.root, k.decisive) for k in kinds.KINDS}
+    assert set(graph.ACTIVITY_RANK) == {k.name for k in kinds.KINDS if k.rank}
+    assert set(threads.THREAD_WAIT_KINDS) == {k.name for k in kinds.KINDS if k.thread_wait}
+    assert set(graph.SLEEPING_KINDS) == {k.name for k in kinds.KINDS if k.asleep}
+    assert kinds.of("no such kind") is kinds.BY_NAME["unknown"]
+
+
+# -- precedence: where two deciding mechanisms are found, the registry's order decides ---------
+
+def _graph_and_walk(name):
+    d = WaitGraph(load_report(str(CAPTURES / (name + ".json"))))
+    d.walk = walk(d, d.focus_thread())
+    return d
+
+
+PAIRS = [(a, b) for i, (a, _ca) in enumerate(registry.CATEGORY_OF) for (b, _cb) in registry.CATEGORY_OF[i + 1:]]
+
+
+@pytest.mark.parametrize("first,second", PAIRS, ids=["%s>%s" % p for p in PAIRS])
+def test_precedence_between_mechanisms_that_decide_the_category(first, second):
+    d = _graph_and_walk("deadlock")
+    want = registry.BY_KIND[first].category
+    assert category.categorize(d, d.walk, [second, first]) == (want, None)
+    assert category.categorize(d, d.walk, [first, second]) == (want, None)
+
+
+def test_a_file_lock_decides_over_a_root_that_only_retries():
+    """A lock file's holder that sleeps in a loop catching an exception holds the lock: locks,
+    not the retry's category (it was 'Sleeping (idle by design)')."""
+    d = _graph_and_walk("flock_held_outside")
+    root = d.walk.chain[-1]
+    d._retries[(root.pid, root.tid)] = {"category": "sleep", "failing": False}
+    assert category.root_kind(d, root) == "retry"
+    assert category.categorize(d, d.walk, ["file-lock"])[0] == "locks"
+    assert category.categorize(d, d.walk, [])[0] == "sleep"
+
+
+def test_the_summary_leads_with_the_mechanism_first_in_precedence():
+    findings = [{"kind": kind, "summary": kind} for kind in reversed(registry.LEADS_SUMMARY)]
+    assert registry.finding_of(findings, registry.LEADS_SUMMARY)["kind"] == registry.LEADS_SUMMARY[0]
+    for i, kind in enumerate(registry.LEADS_SUMMARY[:-1]):
+        later = registry.LEADS_SUMMARY[i + 1]
+        pair = [{"kind": later, "summary": later}, {"kind": kind, "summary": kind}]
+        assert registry.finding_of(pair, registry.LEADS_SUMMARY)["kind"] == kind
