@@ -128,3 +128,35 @@ def test_the_summary_leads_with_the_mechanism_first_in_precedence():
         later = registry.LEADS_SUMMARY[i + 1]
         pair = [{"kind": later, "summary": later}, {"kind": kind, "summary": kind}]
         assert registry.finding_of(pair, registry.LEADS_SUMMARY)["kind"] == kind
+
+
+# -- confidence: from the evidence ----------------------------------------------------------------
+
+def _verdict(name):
+    from stalldiag.report import build_report
+    return build_report(load_report(str(CAPTURES / (name + ".json"))))["verdict"]
+
+
+@pytest.mark.parametrize("name", ["deadlock", "flock_held_outside", "dataloader_slow_io", "gpu_ddp_stopped_rank",
+                                  "runaway_regex"])
+def test_a_closed_chain_or_an_explained_root_is_high(name):
+    verdict = _verdict(name)
+    assert verdict["confidence"] == "high", verdict.get("confidence_rests_on")
+    assert "alternatives" not in verdict
+
+
+@pytest.mark.parametrize("name", ["sleep_loop", "cpu_loop", "mp_connection", "thread_join"])
+def test_a_root_that_only_sleeps_or_computes_is_not_high_and_says_what_would_settle_it(name):
+    verdict = _verdict(name)
+    assert verdict["confidence"] == "medium", verdict.get("confidence_rests_on")
+    assert verdict["alternatives"] and verdict["to_settle"], verdict
+
+
+def test_cause_not_determined_is_never_high():
+    from stalldiag.diagnosis import confidence
+
+    class View:
+        share, n_samples, n_stack_samples, state, label = 1.0, 50, 50, None, "t"
+    d = _graph_and_walk("deadlock")
+    sure = confidence.assess(d, View(), View(), "unknown", {"state": "no progress seen"})
+    assert sure["level"] == "low" and sure["to_settle"]

@@ -17,8 +17,9 @@ from .evidence import barrier_incomplete, event_loop_blocked, event_loop_waiting
 from .explain import describe_thread, detail_text, frame_text, process_text  # noqa: F401
 from .registry import as_dict
 from .graph import WaitGraph
-from .verdict import CATEGORIES, choose_category, confidence_of, halted_phrase, summary_of, undrained_pipe  # noqa: F401
+from .verdict import CATEGORIES, choose_category, halted_phrase, summary_of, undrained_pipe  # noqa: F401
 from .types import Finding
+from .confidence import assess as assess_confidence
 from .walk import walk
 
 # The public API: diagnose(), and the facts and words a report and its renderers may read of a
@@ -66,14 +67,13 @@ def diagnose(capture):
     process_evidence(d, culprit, evidence)
     framework_evidence(d, focus, culprit, evidence)
     category_gpu = gpu_evidence(d, focus, culprit, category, evidence)
-    confidence = confidence_of(d, focus, culprit)
     verdict = {
         "category": category,
         "summary": summary_of(d, category, focus, culprit, through) + category_gpu,
         "pid": culprit.pid,
         "tid": culprit.tid,
         "thread_name": culprit.name,
-        "confidence": confidence,
+        "confidence": None,   # from the evidence, once progress is known (confidence.py)
         "evidence": evidence,
         # how the walk ended: None (no edge out of the culprit), a terminal edge's kind, or the
         # kind of the edge that closed a cycle
@@ -81,6 +81,12 @@ def diagnose(capture):
     }
     general_findings(d)
     _progress(d, verdict, focus)
+    sure = assess_confidence(d, focus, culprit, category, verdict["progress"])
+    verdict["confidence"] = sure["level"]
+    verdict["confidence_rests_on"] = sure["rests_on"]
+    if sure["level"] != "high":
+        verdict["alternatives"] = sure["alternatives"]
+        verdict["to_settle"] = sure["to_settle"]
     return _result(d, verdict)
 
 

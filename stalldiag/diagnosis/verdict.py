@@ -217,12 +217,3 @@ def _doing(view, d=None):
     return text
 
 
-def confidence_of(d, focus, culprit):
-    share = min(focus.share or 0, culprit.share or 0)
-    if any(f["kind"] == "deadlock" for f in d.findings):
-        share = max(share, 0.8)
-    level = "high" if share >= 0.8 else "medium" if share >= 0.5 else "low"
-    if not culprit.n_samples:
-        level = "low"
-    return level
-

@@ -333,7 +333,12 @@ def render(report):
         "<dt>category</dt><dd><code>%s</code></dd>" % esc(v.get("category")),
         '<dt>summary</dt><dd class="summary">%s</dd>' % esc(v.get("summary")),
         "<dt>culprit</dt><dd>%s</dd>" % esc(culprit),
-        "<dt>confidence</dt><dd>%s</dd>" % esc(v.get("confidence")),
+        "<dt>confidence</dt><dd>%s%s%s</dd>" % (
+            esc(v.get("confidence")),
+            ", resting on " + esc(v["confidence_rests_on"]) if v.get("confidence_rests_on") else "",
+            "<br>not ruled out: %s<br>would settle it: %s" % (
+                esc("; ".join(v["alternatives"])), esc("; ".join(v.get("to_settle") or [])))
+            if v.get("alternatives") else ""),
         '<dt>chain</dt><dd class="chain">%s</dd>' % esc(report.get("chain_text") or "-"),
         "</dl></section>",
         '<section id="evidence"><h2>Evidence</h2>%s</section>' % _list(v.get("evidence") or []),

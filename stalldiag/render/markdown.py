@@ -26,6 +26,11 @@ def render(report):
     out.append("**Window:** %.1f s, %s samples at %s Hz%s" % (
         window.get("duration_s") or 0, window.get("samples"), window.get("rate_hz"),
         " — interrupted (%s)" % window["interrupted"] if window.get("interrupted") else ""))
+    if v.get("confidence_rests_on"):
+        out.append("**Confidence:** %s, resting on %s  " % (v.get("confidence"), v["confidence_rests_on"]))
+    if v.get("alternatives"):
+        out.append("**Not ruled out:** %s; **would settle it:** %s  " % (
+            "; ".join(v["alternatives"]), "; ".join(v.get("to_settle") or [])))
     progress = v.get("progress") or {}
     if progress:
         out.append("")

@@ -36,6 +36,12 @@ def render(report, color=False, max_stacks=4):
     progress = v.get("progress") or {}
     if progress:
         out.append("progress: %s (%s)" % (progress.get("state"), "; ".join(progress.get("evidence") or [])[:300]))
+    if v.get("confidence_rests_on"):
+        out.append("confidence %s: rests on %s" % (v.get("confidence"), v["confidence_rests_on"]))
+    for alternative in v.get("alternatives") or []:
+        out.append("  not ruled out: " + alternative)
+    if v.get("to_settle"):
+        out.append("  would settle it: " + "; ".join(v["to_settle"]))
     out.append(_c("window: %.1f s, %s samples at %s Hz%s" % (
         window.get("duration_s") or 0, window.get("samples"), window.get("rate_hz"),
         ", INTERRUPTED (%s)" % window["interrupted"] if window.get("interrupted") else ""), "dim", color))
