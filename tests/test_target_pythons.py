@@ -149,3 +149,19 @@ def test_a_missing_barrier_party_and_an_orphaned_put_on_every_python(launch, tar
     verdict = inspect_json(q.pid, duration=2)["verdict"]
     assert verdict["category"] == "locks" and "no thread is left to end the wait" in verdict["summary"], \
         verdict["summary"]
+
+
+def test_a_busy_wait_on_a_flag_is_a_spin_not_progress(launch, target_python):
+    """`while not flag: pass` at 100% of a core, no syscall, no output: spinning at that line."""
+    minor, python = target_python
+    w = launch_with(launch, python, "busy_wait_flag.py", settle=0.5)
+    report = inspect_json(w.pid, duration=3)
+    verdict = report["verdict"]
+    assert verdict["category"] == "cpu" and verdict["tid"] == w.pid, verdict["summary"]
+    assert verdict["progress"]["state"] != "making progress", verdict["progress"]
+    said = verdict["summary"] + " ".join(verdict["progress"]["evidence"])
+    assert "busy_wait_flag.py:24" in said, said
+    main = next(t for t in process_of(report, w.pid)["threads"] if t["tid"] == w.pid)
+    # py-spy is niced so as not to slow its target: on a loaded machine it may take under 3
+    # samples, too few to call one line a spin; then progress is "cannot tell", at that line
+    assert "spins" in said if main["stack_samples"] >= 3 else verdict["progress"]["state"] == "cannot tell", said

@@ -99,7 +99,7 @@ def file_changes(proc):
     start, end = _by_fd(proc.files_start), _by_fd(proc.files_end)
     read, written, opened = [], [], []
     for fd, after in end.items():
-        if after.get("kind") != "file" or fd <= 2:
+        if after.get("kind") != "file" or fd <= 2 and "w" not in after.get("mode", "w"):
             continue
         before = start.get(fd)
         if before is None or before.get("target") != after.get("target"):
@@ -147,6 +147,7 @@ def assess(window, procs, views, gpus, halted=()):
     duration = window.duration_s or 0
     evidence = list(halted)
     progress = False
+    procs_by_pid = {proc.pid: proc for proc in procs}
     shared_writes = {}
     recent_writes = {}     # path -> [size, pids]: a file changed in a directory several processes write to
     for proc in procs:
@@ -202,18 +203,28 @@ def assess(window, procs, views, gpus, halted=()):
             and (v.kind in ("cpu", "compile", "dataloader") or v.state is not None and v.state.condition == "computing")
             and v.user_frame() and (v.state is None or v.state.progressing)
             and v.cpu_seconds / duration >= (THROTTLED_WORK if _throttled(v) else CPU_WORK)]
-    frozen = [v for v in busy if frozen_stack(v)]
-    for view in [v for v in busy if v not in frozen][:4]:
+    frozen = [v for v in busy if frozen_stack(v) or spins(v, procs_by_pid.get(v.pid))]
+    # CPU in one function without a syscall, in a process that neither wrote nor read: a long
+    # computation and a loop that never ends look the same from outside
+    blind = [v for v in busy if v not in frozen and v.kind != "compile" and _in_one_function(v)
+             and _silent(procs_by_pid.get(v.pid))]
+    for view in [v for v in busy if v not in frozen and v not in blind][:4]:
         progress = True
         evidence.append("%s did %.1f s of CPU work in %.1f s%s" % (
             view.label, view.cpu_seconds, duration, " (slowly: throttled)" if _throttled(view) else ""))
     for view in frozen[:4]:
         frame = view.top_stack[0] if view.top_stack else None
-        evidence.append("%s burned %.1f s of CPU in %.1f s inside one call whose stack never moved in %d samples "
-                        "(%s:%s): a runaway call (a regular expression backtracking, a C loop) or one very long "
-                        "computation, not counted as progress" % (
-                            view.label, view.cpu_seconds, duration, view.n_stack_samples,
-                            frame[0] if frame else "?", frame[2] if frame else "?"))
+        evidence.append("%s spins: %.1f s of CPU in %.1f s at one line, %s (%s:%s), in all %d stack samples, with no "
+                        "syscall and no output: a busy-wait on a condition nothing changes, or a runaway call (a "
+                        "regular expression backtracking, a C loop); not progress" % (
+                            view.label, view.cpu_seconds, duration, frame[0] if frame else "?",
+                            (frame[1] or "?").rsplit("/", 1)[-1] if frame else "?", frame[2] if frame else "?",
+                            view.n_stack_samples))
+    for view in blind[:4]:
+        evidence.append("cannot tell whether %s progresses: %.1f s of CPU in one function (%s) without a syscall, "
+                        "an output line or a file written in %.1f s; a long computation and a loop that never "
+                        "ends look the same from outside (a longer window, or the job's own output, tells)" % (
+                            view.label, view.cpu_seconds, _function_text(view), duration))
     for dev in gpus.values():
         if dev.util is None or dev.util < GPU_WORK or dev.looks_hung:
             continue
@@ -227,7 +238,7 @@ def assess(window, procs, views, gpus, halted=()):
                                                     ", SM %.0f%%" % dev.sm if dev.has_gpm else ""))
     if halted:
         progress = False
-    state = "making progress" if progress else "no progress seen"
+    state = "making progress" if progress else "cannot tell" if blind else "no progress seen"
     if not evidence:
         evidence.append("no CPU work in user code, no GPU work, no file advancing or growing")
     return {"state": state, "evidence": evidence}
@@ -246,6 +257,42 @@ def frozen_stack(view):
     on_cpu = view.activity.get("running", 0) / view.n_samples if view.n_samples else 0
     return view.kind != "compile" and view.n_stack_samples >= FROZEN_SAMPLES and len(view.stacks_by_count()) == 1 \
         and on_cpu >= FROZEN_ON_CPU
+
+
+def spins(view, proc=None):
+    """On a CPU all window, every stack sample at one line of one function (a `while not flag:`
+    loop is one line), no voluntary context switch (no blocking syscall) and nothing written by
+    its process: a busy-wait or a runaway call, not work."""
+    on_cpu = view.activity.get("running", 0) / view.n_samples if view.n_samples else 0
+    if view.kind == "compile" or view.n_stack_samples < FROZEN_SAMPLES or on_cpu < FROZEN_ON_CPU:
+        return False
+    tops = {(frames[0][0], frames[0][2]) for frames, _n in view.stacks if frames}
+    if len(tops) != 1:
+        return False
+    switches = (view.thread.ctx or {}).get("voluntary")
+    return (switches is None or switches <= 1) and (proc is None or _silent(proc))
+
+
+def _in_one_function(view):
+    return len({frames[0][0] for frames, _n in view.stacks if frames}) == 1 and (
+        (view.thread.ctx or {}).get("voluntary") or 0) <= 1
+
+
+def _silent(proc):
+    """Its process made no read or write syscall in the window and wrote no file."""
+    if proc is None:
+        return True
+    io = proc.io or {}
+    return not (io.get("syscr") or io.get("syscw") or io.get("wchar")) and not any(file_changes(proc)[:2])
+
+
+def _function_text(view):
+    frames = view.top_stack or []
+    if not frames:
+        return "native code"
+    lines = sorted({f[0][2] for f, _n in view.stacks if f})
+    return "%s at %s:%s" % (frames[0][0], (frames[0][1] or "?").rsplit("/", 1)[-1],
+                            "-".join(map(str, (lines[0], lines[-1]))) if len(lines) > 1 else lines[0])
 
 
 def _throttled(view):

@@ -6,6 +6,7 @@ of another category, which ("Blocked on storage I/O, through a lock: ...").
 """
 from .category import CATEGORIES, SUMMARY, categorize, is_lock_file as _is_lock_file  # noqa: F401
 from . import kinds
+from .progress import frozen_stack, spins
 from .registry import LEADS_SUMMARY, finding_of
 from .explain import detail_text, frame_text, pct, process_text, residency_text
 
@@ -56,6 +57,9 @@ def summary_of(d, category, focus, culprit, through=None):
         head, culprit.label, activity, "" if not culprit.n_samples else " %s" % pct(share), where)
     if what:
         text += "; %s on %s" % ("between runs, waits" if culprit.kind == "cpu" else "waiting", what)
+    if category == "cpu" and culprit.kind == "cpu" and (frozen_stack(culprit) or spins(culprit, d.procs.get(culprit.pid))):
+        text += ("; it spins: every stack sample at that one line, no syscall, no output (a busy-wait on a "
+                 "condition nothing changes, or a runaway call)")
     if category == "cuda" and culprit.kind == "cuda":
         spin = " (the CUDA driver spin-waits: %s on CPU)" % pct(culprit.activity.get("running", 0) / culprit.n_samples) \
             if culprit.n_samples and culprit.activity.get("running", 0) / culprit.n_samples >= 0.5 else ""
