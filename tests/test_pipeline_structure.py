@@ -59,3 +59,45 @@ def test_reports_and_renderers_read_the_diagnosis_through_its_public_api():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and "diagnosis" in node.module:
                 assert node.module.split(".")[-1] == "diagnosis", "%s imports %s" % (path.name, node.module)
+
+
+def _imports_of_package():
+    """module -> stalldiag modules it imports, at any depth (a lazy import inside a function counts)."""
+    package = DIAGNOSIS.parent
+    modules = {}
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {}
+    for name, path in modules.items():
+        here = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = here.split(".")[:len(here.split(".")) - node.level + 1] if node.level else []
+                full = ".".join(base + ([node.module] if node.module else []))
+                targets = [full + "." + a.name for a in node.names if full + "." + a.name in modules]
+                graph.setdefault(name, set()).update(targets or ([full] if full in modules else []))
+            elif isinstance(node, ast.Import):
+                graph.setdefault(name, set()).update(a.name for a in node.names if a.name in modules)
+        graph.get(name, set()).discard(name)
+    return graph
+
+
+def test_no_module_of_stalldiag_imports_one_that_imports_it_back():
+    graph, state, cycles = _imports_of_package(), {}, []
+
+    def visit(module, stack):
+        state[module] = "open"
+        stack.append(module)
+        for other in sorted(graph.get(module, ())):
+            if state.get(other) == "open":
+                cycles.append(" -> ".join(stack[stack.index(other):] + [other]))
+            elif other not in state:
+                visit(other, stack)
+        stack.pop()
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [])
+    assert not cycles, cycles

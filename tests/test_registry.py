@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from stalldiag.capture import load_report
-from stalldiag.diagnosis import category, graph, kinds, progress, registry, threads, verdict
+from stalldiag.diagnosis import category, graph, kinds, progress, registry, threads, verdict, views
 from stalldiag.diagnosis import edges as edges_module
 from stalldiag.diagnosis.graph import WaitGraph
 from stalldiag.diagnosis.walk import walk
@@ -85,7 +85,7 @@ def test_every_kind_a_thread_can_take_is_in_the_table():
 
 def test_the_kind_tables_elsewhere_are_derived_from_the_one_table():
     assert category.ROOTS == {k.name: (k.root, k.decisive) for k in kinds.KINDS}
-    assert set(graph.ACTIVITY_RANK) == {k.name for k in kinds.KINDS if k.rank}
+    assert set(views.ACTIVITY_RANK) == {k.name for k in kinds.KINDS if k.rank}
     assert set(threads.THREAD_WAIT_KINDS) == {k.name for k in kinds.KINDS if k.thread_wait}
     assert set(graph.SLEEPING_KINDS) == {k.name for k in kinds.KINDS if k.asleep}
     assert kinds.of("no such kind") is kinds.BY_NAME["unknown"]

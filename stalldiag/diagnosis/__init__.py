@@ -20,7 +20,7 @@ from .graph import WaitGraph
 from .verdict import CATEGORIES, choose_category, halted_phrase, summary_of, undrained_pipe  # noqa: F401
 from .types import Finding
 from .confidence import assess as assess_confidence
-from .walk import walk
+from .walk import walk, workers_of
 
 # The public API: diagnose(), and the facts and words a report and its renderers may read of a
 # capture without a diagnosis (what a process's GPUs and files did, how a frame or a wait reads).
@@ -128,12 +128,6 @@ def _resource_text(d):
     if not duration:
         return ""
     return " → storage at %.1f MB/s" % (read_bytes / duration / 1e6)
-
-
-def workers_of(d):
-    """The DataLoader workers the walk went to, or []."""
-    edge = next((e for e in (d.walk.into if d.walk else []) if e is not None and e.kind == "workers"), None)
-    return edge.facts["workers"] if edge else []
 
 
 def _ranks(d):

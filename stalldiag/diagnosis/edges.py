@@ -29,7 +29,7 @@ from collections import Counter
 
 from ..knowledge import frames as frame_table
 from .gpu import devices_of
-from .graph import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, co_waiter, idle_helper, in_file_lock,
+from .views import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, co_waiter, idle_helper, in_file_lock,
                     library_only, waited_targets)
 from .locks import (LOCK_NAME, futex_word, held_in_window, held_locks, holds_same, lock_intent, self_held,
                     shared_futex)
@@ -585,4 +585,12 @@ def busier_thread(g, view):
         [Edge(view, v, "sibling", {"doing": v.kind, "handover": True}, guess=True) for v in candidates]
 
 
-__all__ = ["find", "busier_thread", "rank_groups", "compiler_of", "STUCK_SHARE"]
+def edges_of(g, view):
+    """view's wait-for edges (find), found once per graph: the same whatever order asks."""
+    key = (view.pid, view.tid)
+    if key not in g._edges:
+        g._edges[key] = find(g, view)
+    return g._edges[key]
+
+
+__all__ = ["find", "edges_of", "busier_thread", "rank_groups", "compiler_of", "STUCK_SHARE"]

@@ -41,7 +41,7 @@ def framework_evidence(d, focus, culprit, evidence):
     duration = d.window.duration_s or 0
     if focus.kind == "dataloader":
         starved = focus.context_share.get("dataloader", focus.share)
-        from . import workers_of
+        from .walk import workers_of
         workers = workers_of(d)
         read_bytes = sum(d.procs[w.pid].io.get("read_bytes", 0) for w in workers)
         rchar = sum(d.procs[w.pid].io.get("rchar", 0) for w in workers)

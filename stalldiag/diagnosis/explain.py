@@ -1,6 +1,8 @@
 """Evidence sentences: how a thread spent the window, in numbers a reader can check."""
 import os
 
+from . import kinds
+
 
 
 def pct(share):
@@ -92,3 +94,24 @@ def describe_target(info):
         pct = 100.0 * info.get("pos", 0) / info["size"] if info["size"] else 0
         return "%s (at %.0f%% of %d bytes)" % (info["target"], pct, info["size"])
     return str(info.get("target"))
+
+
+def doing_call(view):
+    call = view.activity.most_common(1)[0][0] if view.activity else "unknown"
+    return "running" if call == "running" else "%s in %s" % ("blocked" if view.kind != "sleep" else "sleeping",
+                                                              call)
+
+
+def halted_phrase(d, view):
+    held = d.halt_state(view)
+    return held.phrase if held else "stopped"
+
+
+def doing(view, d=None):
+    text = "%s (%s)" % (kinds.of(view.kind).doing or view.kind, residency_text(view, 2))
+    end = d.walk.end if d is not None and d.walk and d.walk.chain[-1] is view else None
+    tool = end.facts.get("tool") if end is not None and end.kind == "compiler" else None
+    if tool is not None:
+        text += ", through its compiler %s (pid %d, on CPU %d%%)" % (tool.comm or tool.name, tool.pid,
+                                                                  round(100 * tool.share))
+    return text

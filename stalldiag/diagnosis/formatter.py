@@ -3,7 +3,7 @@
 edges.py, walk.py and evidence.py find; this module says.  One function per finding kind, each
 taking the Finding's facts; registry.py names, for each mechanism, the function that says it.
 """
-from .explain import code_text, frame_text, pct, process_text
+from .explain import code_text, doing, doing_call, frame_text, pct, process_text
 
 LOCK_TYPES = {"FLOCK": "flock()", "POSIX": "POSIX (fcntl/lockf)", "OFDLCK": "open-file-description (OFD)",
               "LEASE": "lease"}
@@ -26,7 +26,6 @@ def proc_text(proc, pid):
 
 
 def lock_holder(g, holder, waiter, wants, frame, held):
-    from .graph import doing_call
     return "%s holds `%s` (`%s`, line %d, in %s), which %s waits for; it is %s" % (
         holder.label, wants, code_text(held["code"]), held["line"], frame[0], waiter.label, doing_call(holder))
 
@@ -233,11 +232,10 @@ def retry_loop(g, retrier, where, loop, handlers, library, failures, lines, fail
 
 def peer_not_serving(g, waiter, target, peer, peer_thread):
     from .explain import detail_text
-    from .verdict import _doing
     return ("%s waits to receive on %s; %s holds the other end, but no thread of it waits on that connection "
             "or works (%s is %s): it is not answering" % (
                 waiter.label, detail_text(waiter.top_detail()) or target, proc_text(g.procs.get(peer), peer),
-                peer_thread.label, _doing(peer_thread)))
+                peer_thread.label, doing(peer_thread)))
 
 
 def _timer_words(timeout_ms):
@@ -361,7 +359,6 @@ def mount(g, waiter, record):
 
 
 def event_loop_blocked(g, loop_thread):
-    from .graph import doing_call
     return ("%s runs an asyncio event loop, and one step has held it for the whole window: %s at %s inside a "
             "coroutine or callback, without awaiting, so no other task of that loop runs (await an async call "
             "instead, or move the work to an executor)" % (

@@ -20,10 +20,10 @@ from .progress import stuck
 from .retry import retrying
 from .state import RUNNING_SHARE, classify, process_condition
 from . import kinds
-from .threads import THREAD_WAIT_KINDS, thread_views
+from .threads import thread_views
 from .types import Window, processes
+from .views import ACTIVITY_RANK, idle_helper, waited_targets
 
-ACTIVITY_RANK = {k.name: k.rank for k in kinds.KINDS if k.rank}
 
 
 LAUNCHER_ROLES = ("launcher",)
@@ -224,14 +224,6 @@ class WaitGraph:
 
     # --- what the walk and the edges ask of the graph ------------------------------
 
-    def edges(self, view):
-        """view's wait-for edges (edges.find), found once: the same whatever order asks."""
-        key = (view.pid, view.tid)
-        if key not in self._edges:
-            from .edges import find
-            self._edges[key] = find(self, view)
-        return self._edges[key]
-
     def retry(self, view):
         """retry.retrying() of view, found once (the category and the findings both ask)."""
         key = (view.pid, view.tid)
@@ -329,10 +321,6 @@ class WaitGraph:
 
 
 
-STRAGGLER_MARGIN = 20.0   # SM points a straggler's GPU must exceed the waiter's by
-REPLACEMENT_GAP_S = 0.1   # a pool worker started this long after the first is a replacement
-
-
 def _kind_from_state(view):
     """What a thread waits on, once its kernel state is known: a CUDA spin-wait waits on the GPU
     (its CPU time is not work), a halted thread is stopped or frozen whatever it was doing."""
@@ -383,15 +371,6 @@ def _awake_share(state):
     return numbers.get("cpu_share")
 
 
-def idle_helper(view):
-    """A helper thread parked in a wait (NCCL's socket listener, a pool's idle worker): no
-    Python stack, or an executor's worker waiting for a task, and no CPU.  Nobody's wait ends
-    through it."""
-    if (view.cpu_seconds or 0) >= 0.05 or view.kind in ("cpu", "io", "compile"):
-        return False
-    return not view.top_stack or frame_table.idle_thread_pool_worker(view.top_stack)
-
-
 def _endpoint_holders(procs):
     holders = {}
     for proc in procs:
@@ -402,40 +381,3 @@ def _endpoint_holders(procs):
     return holders
 
 
-def waited_targets(view):
-    """pipe:[..] / socket:[..] targets a thread waits on, from its blocked syscalls."""
-    targets = []
-    for index, _count in view.detail_counts.most_common(4):
-        detail = view.details[index] if index < len(view.details) else None
-        if not isinstance(detail, dict):
-            continue
-        fds = [detail["fd"]] if detail.get("fd") else list(detail.get("watching") or [])
-        for fd in fds:
-            target = (fd or {}).get("target") or ""
-            if target.startswith(("pipe:", "socket:")):
-                targets.append(target)
-    return targets
-
-
-def in_file_lock(view):
-    return view.kernel_kind == "lock" and bool({label for label in view.activity} & {"flock", "fcntl", "fcntl64"})
-
-
-def co_waiter(other, view):
-    """Stuck in the same wait as view (the same kind, at the same line of the same code): a peer
-    waiting on the same object (parties at a barrier, consumers of one queue) cannot end it."""
-    mine, theirs = view.user_frame(), other.user_frame()
-    return bool(mine and theirs) and other.kind == view.kind and stuck(other) and \
-        tuple(mine[:3]) == tuple(theirs[:3])
-
-
-def library_only(view):
-    """A thread whose every frame is library code (a pool's helper thread)."""
-    from ..knowledge.frames import is_library_file
-    return bool(view.top_stack) and all(is_library_file(f[1]) for f in view.top_stack)
-
-
-def doing_call(view):
-    call = view.activity.most_common(1)[0][0] if view.activity else "unknown"
-    return "running" if call == "running" else "%s in %s" % ("blocked" if view.kind != "sleep" else "sleeping",
-                                                              call)

@@ -12,7 +12,7 @@ A thread's kind is what it did or waited for most of the window (threads.py deci
   doing        words for "that process is ..."
   band         the timeline's band in the HTML report
   chain_only   a kind only a chain's end takes (from its role or state), never a thread's
-Every table of kinds elsewhere (category.ROOTS, graph.ACTIVITY_RANK, ...) is derived here.
+Every table of kinds elsewhere (category.ROOTS, views.ACTIVITY_RANK, ...) is derived here.
 """
 from dataclasses import dataclass
 

@@ -15,6 +15,7 @@ not from what it prints.
 """
 import os
 
+from .explain import halted_phrase
 from .registry import BLOCKS_PROGRESS
 from .types import Process
 
@@ -43,7 +44,6 @@ def blockers(d):
     """Why the job cannot move, whatever CPU its threads burn: a stopped or frozen process it needs
     (a rank, or one on the wait chain), a deadlock, a lock held at fork, a training loop starved of
     the GIL or waiting on a file lock for the whole window."""
-    from .verdict import halted_phrase
     out, done = [], set()
     for item in d.findings:
         if item["kind"] in BLOCKS_PROGRESS and item.get("failing", True):   # (a retry that shows failures)

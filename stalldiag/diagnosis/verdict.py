@@ -5,10 +5,9 @@ mechanism in the user's words, and when the root cause was reached through a lin
 of another category, which ("Blocked on storage I/O, through a lock: ...").
 """
 from .category import CATEGORIES, SUMMARY, categorize, is_lock_file as _is_lock_file  # noqa: F401
-from . import kinds
 from .progress import frozen_stack, spins
 from .registry import LEADS_SUMMARY, finding_of
-from .explain import detail_text, frame_text, pct, process_text, residency_text
+from .explain import detail_text, doing, frame_text, halted_phrase, pct, process_text
 
 
 def choose_category(d, focus, culprit):
@@ -30,7 +29,7 @@ def summary_of(d, category, focus, culprit, through=None):
         where = {1: "its stdout, a pipe", 2: "its stderr, a pipe"}.get(fd.get("fd"), "a pipe (%s)" % fd.get("target"))
         return ("Blocked writing output: %s waits to write to %s, and the process reading that pipe is not "
                 "draining it: %s is %s" % (writer.label, where, _proc_text(d, culprit.pid),
-                                          halted_phrase(d, culprit) if d.halted(culprit) else _doing(culprit, d)))
+                                          halted_phrase(d, culprit) if d.halted(culprit) else doing(culprit, d)))
     deadlock = next((f for f in d.findings if f["kind"] == "deadlock"), None)
     if deadlock:
         return deadlock["summary"][0].upper() + deadlock["summary"][1:]
@@ -68,10 +67,10 @@ def summary_of(d, category, focus, culprit, through=None):
         text = "%s: %s %s waits in %s; %s %s is elsewhere, %s%s" % (
             head, d.roles.get(focus.pid), focus.label,
             _first_framework_frame(focus) or "a GPU sync at %s" % frame_text(focus.user_frame()),
-            d.roles.get(culprit.pid), culprit.label, _doing(culprit, d), where)
+            d.roles.get(culprit.pid), culprit.label, doing(culprit, d), where)
     elif category == "subprocess" and culprit.pid != focus.pid:
         text = "%s: %s waits for %s, which is %s" % (
-            head, focus.label, process_text(d.procs[culprit.pid]), _doing(culprit, d))
+            head, focus.label, process_text(d.procs[culprit.pid]), doing(culprit, d))
     elif culprit is not focus and category != "subprocess":
         text += " (%s waits on it)" % focus.label
     return text
@@ -89,12 +88,12 @@ def _mechanism(d, category, focus, culprit):
         return "%s is %s" % (culprit.label, halted_phrase(d, culprit))
     lead = finding_of(d.findings, LEADS_SUMMARY)
     if lead and lead["kind"] == "file-lock":
-        return "%s; that process is %s" % (lead["summary"], _doing(culprit, d))
+        return "%s; that process is %s" % (lead["summary"], doing(culprit, d))
     if lead:
         return lead["summary"]
     if d.walk.out_of(focus) is not None and d.walk.out_of(focus).kind == "gil":
         return "%s waits for the GIL, which %s holds: %s at %s without releasing it" % (
-            focus.label, culprit.label, state.phrase if state else _doing(culprit, d),
+            focus.label, culprit.label, state.phrase if state else doing(culprit, d),
             frame_text(culprit.user_frame()) or "native code")
     into = d.walk.into[-1]
     straggler = into.facts["gpu"] if into is not None and into.kind == "straggler" else None
@@ -185,11 +184,6 @@ def _pid_text(view):
     return "(pid %d)" % view.pid
 
 
-def halted_phrase(d, view):
-    held = d.halt_state(view)
-    return held.phrase if held else "stopped"
-
-
 def _focus_wait(d, focus):
     """"spin-waits in a CUDA call at `x.to(device)` ... behind a collective that needs it"."""
     state = focus.state
@@ -200,7 +194,7 @@ def _focus_wait(d, focus):
         return "waits in %s for it" % where
     if focus.kind == "cuda":
         return "waits for its GPU at %s, whose kernels wait for it" % (frame_text(focus.user_frame()) or "a GPU sync")
-    return "waits for it (%s)" % _doing(focus)
+    return "waits for it (%s)" % doing(focus)
 
 
 def _first_framework_frame(view):
@@ -209,15 +203,5 @@ def _first_framework_frame(view):
         for depth, row in framework_context(frames):
             return "%s (%s)" % (frames[depth][0], row.framework)
     return None
-
-
-def _doing(view, d=None):
-    text = "%s (%s)" % (kinds.of(view.kind).doing or view.kind, residency_text(view, 2))
-    end = d.walk.end if d is not None and d.walk and d.walk.chain[-1] is view else None
-    tool = end.facts.get("tool") if end is not None and end.kind == "compiler" else None
-    if tool is not None:
-        text += ", through its compiler %s (pid %d, on CPU %d%%)" % (tool.comm or tool.name, tool.pid,
-                                                                  round(100 * tool.share))
-    return text
 
 

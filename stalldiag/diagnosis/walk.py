@@ -36,7 +36,7 @@ def walk(g, focus):
     end, cycle = None, []
     while len(chain) < MAX_CHAIN:
         current = chain[-1]
-        candidates = g.edges(current)
+        candidates = edge_finders.edges_of(g, current)
         if current is focus and current.kind in ("sleep", "poll", "other", "tty") \
                 and (current.pid, current.tid) not in g.file_waits:
             candidates = candidates + edge_finders.busier_thread(g, current)
@@ -95,3 +95,9 @@ def _once(findings):
             seen.add(key)
             out.append(item)
     return out
+
+
+def workers_of(d):
+    """The DataLoader workers the walk went to, or []."""
+    edge = next((e for e in (d.walk.into if d.walk else []) if e is not None and e.kind == "workers"), None)
+    return edge.facts["workers"] if edge else []

@@ -1,0 +1,56 @@
+"""What one thread view is, beside what it did: predicates the graph and the edges both ask.
+
+(Pure functions of a threads.ThreadView; kept apart from graph.py so that edges.py, which the
+walk asks for each thread's wait-for edges, does not import the graph that holds them.)
+"""
+from ..knowledge import frames as frame_table
+from . import kinds
+from .progress import stuck
+
+ACTIVITY_RANK = {k.name: k.rank for k in kinds.KINDS if k.rank}
+STRAGGLER_MARGIN = 20.0   # SM points a straggler's GPU must exceed the waiter's by
+REPLACEMENT_GAP_S = 0.1   # a pool worker started this long after the first is a replacement
+
+
+
+
+def idle_helper(view):
+    """A helper thread parked in a wait (NCCL's socket listener, a pool's idle worker): no
+    Python stack, or an executor's worker waiting for a task, and no CPU.  Nobody's wait ends
+    through it."""
+    if (view.cpu_seconds or 0) >= 0.05 or view.kind in ("cpu", "io", "compile"):
+        return False
+    return not view.top_stack or frame_table.idle_thread_pool_worker(view.top_stack)
+
+
+def waited_targets(view):
+    """pipe:[..] / socket:[..] targets a thread waits on, from its blocked syscalls."""
+    targets = []
+    for index, _count in view.detail_counts.most_common(4):
+        detail = view.details[index] if index < len(view.details) else None
+        if not isinstance(detail, dict):
+            continue
+        fds = [detail["fd"]] if detail.get("fd") else list(detail.get("watching") or [])
+        for fd in fds:
+            target = (fd or {}).get("target") or ""
+            if target.startswith(("pipe:", "socket:")):
+                targets.append(target)
+    return targets
+
+
+def in_file_lock(view):
+    return view.kernel_kind == "lock" and bool({label for label in view.activity} & {"flock", "fcntl", "fcntl64"})
+
+
+def co_waiter(other, view):
+    """Stuck in the same wait as view (the same kind, at the same line of the same code): a peer
+    waiting on the same object (parties at a barrier, consumers of one queue) cannot end it."""
+    mine, theirs = view.user_frame(), other.user_frame()
+    return bool(mine and theirs) and other.kind == view.kind and stuck(other) and \
+        tuple(mine[:3]) == tuple(theirs[:3])
+
+
+def library_only(view):
+    """A thread whose every frame is library code (a pool's helper thread)."""
+    from ..knowledge.frames import is_library_file
+    return bool(view.top_stack) and all(is_library_file(f[1]) for f in view.top_stack)
