@@ -59,3 +59,13 @@ def test_a_frozen_stack_is_one_stack_to_the_line_and_compiling_is_exempt():
     assert frozen_stack(parser) and parser.cpu_seconds >= CPU_WORK
     assert not any(frozen_stack(v) for v in graph("cpu_loop").views)
     assert not any(frozen_stack(v) for v in graph("jax_compile").views if v.kind == "compile")
+
+
+def test_output_that_advances_is_progress_while_the_gpu_waits_on_pageable_copies():
+    """Recorded on an H200: a loop bound by host-to-device copies of pageable batches, its thread
+    spin-waiting in the CUDA driver, the GPU at SM 0.2%, prints a step line each step into the
+    file its stdout is.  That output advancing is progress (it was 'no progress seen')."""
+    report = replay("gpu_output_advances_h2d")
+    progress = report["verdict"]["progress"]
+    assert progress["state"] == "making progress", progress
+    assert any("gpu_output_advances_h2d.log" in line and "pid 453 wrote" in line for line in progress["evidence"]), progress

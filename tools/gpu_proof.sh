@@ -3,7 +3,7 @@
 # stall (SIGSTOP / cgroup freezer of one rank where the case says), inspect it
 # with stalldiag, and keep every JSON report under $OUT for fixtures/captures/.
 #   bash tools/gpu_proof.sh [case ...]
-#   cases: ddp_stopped allgather_frozen straggler straggler_uneven launch launch_autograd
+#   cases: ddp_stopped allgather_frozen straggler straggler_uneven launch launch_autograd output_h2d
 #          (older: matmul spin starved compile jax nccl)
 # $OUT gets only <case>.json and summary.txt (the device tool brings back 8 files at most);
 # workload logs and text reports stay in $LOGS.
@@ -97,6 +97,7 @@ for c in $cases; do
     straggler_uneven) run_case gpu_straggler_uneven_batches 2 none $(torchrun 29564) gpu_straggler_uneven_batches.py ;;
     launch)           run_case gpu_launch_bound 1 none python3 -u gpu_launch_bound.py ;;
     launch_autograd)  run_case gpu_launch_bound_autograd 1 none python3 -u gpu_launch_bound_autograd.py ;;
+    output_h2d)       run_case gpu_output_advances_h2d 1 none python3 -u gpu_output_advances_h2d.py ;;
     matmul)  run_case gpu_matmul 1 none python3 -u gpu_matmul.py ;;
     spin)    run_case gpu_spin_kernel 1 none python3 -u gpu_spin_kernel.py ;;
     starved) run_case gpu_starved_dataloader 1 none python3 -u gpu_starved_dataloader.py ;;

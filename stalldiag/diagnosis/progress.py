@@ -159,7 +159,8 @@ def assess(window, procs, views, gpus, halted=()):
                 # A log file every worker writes to is one piece of evidence, not one per process.
                 entry = shared_writes.setdefault(w["target"], [0, []])
                 entry[0] = max(entry[0], w["delta"])
-                entry[1].append(proc.pid)
+                if proc.pid not in entry[1]:   # (stdout and stderr into one file: one writer)
+                    entry[1].append(proc.pid)
         if read:
             progress = True
             evidence.append("%s read on in %s" % (label, ", ".join(

@@ -183,10 +183,10 @@ def _spin_target(view, duration, gpu_devices, gpus):
     if gpu_devices and (frame_table.source_kind(code) == "cuda" or "cuda" in contexts or "collective" in contexts
                         or frame_table.touches_device(code)):
         gpu = _gpu_phrase(gpu_devices, gpus)
-        return "spin-waits in a CUDA call at %s: on CPU, %s voluntary switches, stack unchanged%s" % (
+        return "spin-waiting in a CUDA call at %s: on CPU, %s voluntary switches, stack unchanged%s" % (
             where, ctx.get("voluntary", "no") if ctx else "no count of", gpu)
     if matches & {"lock", "semaphore"}:
-        return "spin-waits on a lock at %s" % where
+        return "spin-waiting on a lock at %s" % where
     return None
 
 
