@@ -6,6 +6,7 @@ import sys
 import click
 
 from . import __version__, capture as capture_mod
+from .config import Config
 from .errors import EXIT_CODES, CaptureError, OutputError, StalldiagError
 from .output import check_outputs, emit, failed_message, render_all, write_report
 from .report import build_report, build_report_or_fallback, failure_text
@@ -128,11 +129,14 @@ def inspect(pid, children, match, host_label, duration, rate, stack_rate, output
     Without PID, find the training run (GPU holders, launchers, busiest Python jobs) and
     inspect its whole tree from the launcher down."""
     from .session import Inspection
+    config = Config(pid=pid, children=children, duration=duration, rate=rate, stack_rate=stack_rate, native=native,
+                    syscalls=syscalls, syscall_backend=syscalls_backend, locals=locals_,
+                    host_label=host_label or os.environ.get("SLURMD_NODENAME"))
     if slurm_job is not None:
         from .slurm import inspect_job
         try:
             check_outputs(outputs)
-            files = inspect_job(slurm_job, pid, duration, rate, stack_rate, syscalls, native, locals_)
+            files = inspect_job(slurm_job, config)
         except StalldiagError as exc:
             _fail(str(exc), exc.exit_code)
         return click.get_current_context().invoke(merge, files=files, outputs=outputs, as_json=as_json, umask=umask)
@@ -144,25 +148,14 @@ def inspect(pid, children, match, host_label, duration, rate, stack_rate, output
             from .slurm import step_target
             # inside a step of a Slurm job (srun --overlap --jobid): that job's processes on this node
             pid, discovered = (None if match else step_target()) or choose_target(match)
-            children = True   # the launcher and every rank and worker below it
+            # the launcher and every rank and worker below it
+            config = config.but(pid=pid, children=True, discovered=discovered)
             if sys.stderr.isatty():
                 click.echo("stalldiag: inspecting pid %d and its tree (%s)" % (pid, discovered), err=True)
         progress = Progress()
         with StopOnSignal() as stop:
-            inspection = Inspection(pid, children=children, duration=duration, rate=rate, stack_rate=stack_rate,
-                                    native=native,
-                                    progress=progress, stop_flag=stop, syscalls=syscalls,
-                                    syscall_backend=syscalls_backend, notice=progress.notice, locals_=locals_)
-            if native:
-                inspection.limitations.append("--native: py-spy paused the target briefly at each sample "
-                                              "(native unwinding cannot run non-blocking)")
-            cap = inspection.run()
+            cap = Inspection(config, progress=progress, stop_flag=stop, notice=progress.notice).run()
             progress.clear()
-        if discovered:
-            cap["request"]["discovered"] = discovered
-        host_label = host_label or os.environ.get("SLURMD_NODENAME")
-        if host_label:
-            cap["host"]["hostname"] = host_label
         report = build_report_or_fallback(cap)
         skipped = cap.get("skipped_children") or 0
         if skipped and sys.stderr.isatty():
@@ -247,8 +240,8 @@ def watch(pid, children, match, every, stall_after, report_dir, exec_cmd, durati
             raise OutputError("--report-dir %s: cannot create it: %s" % (report_dir, exc.strerror or exc))
         check_outputs([os.path.join(report_dir, "stalldiag-probe.json")])
         with StopOnSignal() as stop:
-            watcher = Watcher(pid, children, every, stall_after, report_dir, exec_cmd, duration, log=log_line,
-                              sleep=lambda s: _sleep_unless(stop, s))
+            watcher = Watcher(Config(pid=pid, children=children, duration=duration), every, stall_after, report_dir,
+                              exec_cmd, log=log_line, sleep=lambda s: _sleep_unless(stop, s))
             code = watcher.run_until(stop)
     except StalldiagError as exc:
         _fail(str(exc), exc.exit_code)

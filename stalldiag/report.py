@@ -207,7 +207,7 @@ def _sum_counts(dicts):
 
 def _with_always_shown(counts):
     """futex, read and openat are always present (0 when none), the rest by count."""
-    from .probes.syscall_counts import ALWAYS_SHOWN
+    from .knowledge.syscalls import ALWAYS_SHOWN
     counts = dict(counts or {})
     ordered = {name: counts.pop(name, 0) for name in ALWAYS_SHOWN}
     ordered.update(sorted(counts.items(), key=lambda kv: -kv[1]))

@@ -60,22 +60,26 @@ OUTSIDE_ROLES = capture.OUTSIDE_ROLES
 
 
 class Inspection:
-    def __init__(self, pid, children=False, duration=10.0, rate=5.0, stack_rate=3.0, native=False,
-                 progress=None, stop_flag=None, syscalls="sampled", syscall_backend=None, notice=None,
-                 locals_=False):
-        self.pid = pid
-        self.children = children
-        self.duration = max(0.0, float(duration))
-        self.rate = max(0.5, float(rate))
-        self.stack_rate = max(0.5, float(stack_rate))
-        self.native = native
+    """One inspection of a Config's target over its window: run() returns the finished capture."""
+
+    def __init__(self, config, progress=None, stop_flag=None, notice=None):
+        self.config = config
+        self.pid = config.pid
+        self.children = config.children
+        self.duration = config.duration
+        self.rate = config.rate
+        self.stack_rate = config.stack_rate
+        self.native = config.native
         self.progress = progress
         self.stop_flag = stop_flag or (lambda: None)
         self.limitations = []
-        self.syscalls = syscalls
-        self.syscall_backend = syscall_backend
+        if config.native:
+            self.limitations.append("--native: py-spy paused the target briefly at each sample "
+                                    "(native unwinding cannot run non-blocking)")
+        self.syscalls = config.syscalls
+        self.syscall_backend = config.syscall_backend
         self.notice = notice or (lambda message: None)
-        self.locals = locals_
+        self.locals = config.locals
         self._busy_stack_rate = self.stack_rate
         self._rescans = 0
         self._by_activity = False
@@ -204,11 +208,17 @@ class Inspection:
         waits = self._resolve_waits(sampler, profiles, frames)
         # once, at the end: what each live process last wrote (~0.3 ms a process, measured)
         tails = output_tail.collect(sorted({r.pid for r in sampler.records.values() if r.exited_at is None}))
+        host = host_info()
+        if self.config.host_label:
+            host["hostname"] = self.config.host_label
+        request = {"pid": self.pid, "children": self.children, "duration_s": self.duration,
+                   "rate_hz": self.rate, "stack_rate_hz": self.stack_rate, "native": self.native}
+        if self.config.discovered:
+            request["discovered"] = self.config.discovered
         return capture.build(
             tool_version=__version__,
-            host=host_info(),
-            request={"pid": self.pid, "children": self.children, "duration_s": self.duration,
-                     "rate_hz": self.rate, "stack_rate_hz": self.stack_rate, "native": self.native},
+            host=host,
+            request=request,
             window={"start": wall_start, "duration_s": round(elapsed, 3), "samples": sampler.ticks,
                     "clock_tick": procfs.CLK_TCK,   # the unit of start_time and CPU ticks
                     "rate_hz": round(effective_rate, 2), "stack_rate_hz": stacks.rate,

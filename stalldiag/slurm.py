@@ -131,8 +131,7 @@ def srun_line(job, report_dir, inspect_args):
             sys.executable, "-m", "stalldiag", "inspect", "--json"] + list(inspect_args)
 
 
-def inspect_job(job, pid=None, duration=10.0, rate=5.0, stack_rate=3.0, syscalls="sampled", native=False,
-                locals_=False, report_dir=None):
+def inspect_job(job, config, report_dir=None):
     """Run stalldiag on every node of JOB through srun; the paths of the per-node JSON reports.
 
     They go to a new directory ./stalldiag-slurm-JOB-TIME (or REPORT_DIR), which
@@ -140,7 +139,7 @@ def inspect_job(job, pid=None, duration=10.0, rate=5.0, stack_rate=3.0, syscalls
     slurmstepd opens its --output file, named by srun's %N (the node's short
     hostname).  Fewer reports than nodes is a one-line error with what the
     nodes' stalldiag (or srun) last wrote on stderr."""
-    if pid is not None:
+    if config.pid is not None:
         raise StalldiagError("--slurm-job finds the job's processes on each node itself: give no PID", code="usage")
     _srun()
     nodes = job_nodes(job)
@@ -150,15 +149,13 @@ def inspect_job(job, pid=None, duration=10.0, rate=5.0, stack_rate=3.0, syscalls
     except OSError as exc:
         raise OutputError("%s: cannot create the directory for the per-node reports: %s" % (
             report_dir, exc.strerror or exc))
-    inspect_args = ["--duration", "%g" % duration, "--rate", "%g" % rate, "--stack-rate", "%g" % stack_rate,
-                    "--syscalls", syscalls] + (["--native"] if native else []) + (["--locals"] if locals_ else [])
-    argv = srun_line(job, report_dir, inspect_args)
+    argv = srun_line(job, report_dir, config.inspect_args())
     try:
         proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=duration + SRUN_MARGIN_S)
+                              timeout=config.duration + SRUN_MARGIN_S)
     except subprocess.TimeoutExpired:
         raise StalldiagError("srun for Slurm job %s did not finish within %d s" % (
-            job, duration + SRUN_MARGIN_S), code="internal")
+            job, config.duration + SRUN_MARGIN_S), code="internal")
     srun_said = (proc.stderr.strip().splitlines() or [""])[-1]
     if "Invalid job id" in proc.stderr:
         raise StalldiagError("Slurm job %s: no such job (%s)" % (job, srun_said), code="no-such-process")

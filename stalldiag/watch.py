@@ -100,15 +100,15 @@ def gpu_busy():
 
 
 class Watcher:
-    def __init__(self, pid, children, every, stall_after, report_dir, exec_cmd, inspect_duration,
-                 log=print, sleep=time.sleep):
-        self.pid = pid
-        self.children = children
+    def __init__(self, config, every, stall_after, report_dir, exec_cmd, log=print, sleep=time.sleep):
+        """config: the inspection to run at a stall (its pid, children and window)."""
+        self.config = config
+        self.pid = config.pid
+        self.children = config.children
         self.every = every
         self.stall_after = stall_after
         self.report_dir = report_dir
         self.exec_cmd = exec_cmd
-        self.inspect_duration = inspect_duration
         self.log = log
         self.sleep = sleep
         self.reports = []
@@ -175,7 +175,7 @@ class Watcher:
         from .targets import check_target
         try:
             check_target(self.pid)
-            cap = Inspection(self.pid, children=self.children, duration=self.inspect_duration).run()
+            cap = Inspection(self.config).run()
         except Exception as exc:
             self.log("stalldiag watch: inspection failed: %s" % exc)
             return

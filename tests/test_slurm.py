@@ -5,8 +5,8 @@ the README's test command) with a slurm.conf for this host, in a temporary
 directory, and stops them after.  The node's Slurm name differs from the
 hostname so that a report named by Slurm's node name is told apart from one
 named by gethostname().  Jobs are 2 gloo ranks on CPU where rank 1 hangs in its
-own code while rank 0 waits in all_reduce; the README's Slurm recipe is read
-from README.md and run as printed.
+own code while rank 0 waits in all_reduce; the Slurm recipe is read
+from docs/reference.md and run as printed.
 """
 import json
 import os
@@ -180,10 +180,10 @@ def submit(slurm, tmp_path):
 
 
 def readme_slurm_recipe():
-    """The shell block under the README's "Slurm (one task per node" paragraph, as printed."""
-    readme = (ROOT / "README.md").read_text()
+    """The shell block under the "Slurm (one task per node" paragraph of docs/reference.md, as printed."""
+    readme = (ROOT / "docs" / "reference.md").read_text()
     match = re.search(r"^Slurm \(one task per node.*?```\n(.*?)```", readme, re.S | re.M)
-    assert match, "README has no Slurm recipe"
+    assert match, "docs/reference.md has no Slurm recipe"
     return match.group(1)
 
 

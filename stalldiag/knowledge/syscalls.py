@@ -144,3 +144,7 @@ def wchan_kind(wchan):
         if wchan and fragment in wchan:
             return kind
     return "io"
+
+
+# Syscall counts always reported, so a reader can rely on them being there (zero if unseen).
+ALWAYS_SHOWN = ("futex", "read", "openat")

@@ -36,8 +36,7 @@ import time
 from .. import procfs
 from ..helpers import die_with_parent
 
-# Always reported, so a reader can rely on them being there (zero if unseen).
-ALWAYS_SHOWN = ("futex", "read", "openat")
+from ..knowledge.syscalls import ALWAYS_SHOWN  # noqa: E402,F401  (the probe reports them always)
 
 # perf counts one event per syscall: these, plus the total of all syscalls.
 PERF_SYSCALLS = (
