@@ -67,7 +67,9 @@ def run_one(row, duration, out_dir, python=None):
                 pass
         popen.wait()
     truth = row["truth"]
-    progress_ok = truth.get("progress") != "none" or verdict["progress"]["state"] != "making progress"
+    # "cannot tell" is never wrong; a stall said to progress, or a progressing run said stalled, is
+    progress_ok = verdict["progress"]["state"] != {"none": "making progress", "some": "no progress seen"}.get(
+        truth.get("progress"))
     return {"id": row["id"], "want": truth["blocked_on"], "got": verdict["category"],
             "right": verdict["category"] == truth["blocked_on"] and progress_ok,
             "progress": verdict["progress"]["state"], "progress_ok": progress_ok,

@@ -20,6 +20,7 @@ from .graph import WaitGraph
 from .verdict import CATEGORIES, choose_category, halted_phrase, summary_of, undrained_pipe  # noqa: F401
 from .types import Finding
 from .confidence import assess as assess_confidence
+from .polls import detect as poll_findings
 from .walk import walk, workers_of
 
 # The public API: diagnose(), and the facts and words a report and its renderers may read of a
@@ -53,6 +54,7 @@ def diagnose(capture):
     event_loop_waiting(d, culprit)
     barrier_incomplete(d, culprit)
     unseen_wakers(d, [culprit] if culprit is d.chain[0] else [d.chain[0], culprit])
+    d.findings.extend(as_dict(item, d) for item in poll_findings(d, culprit))
     retry = d.retry(culprit) if (culprit.pid, culprit.tid) not in d.file_waits else None
     if retry:
         d.findings.append(dict(as_dict(Finding.about("retry-loop", culprit, retrier=culprit, **retry), d),
@@ -125,8 +127,11 @@ def _resource_text(d):
     pids = {w.pid for w in workers_of(d)} or {d.chain[-1].pid}
     duration = d.window.duration_s or 0
     read_bytes = sum(d.procs[pid].io.get("read_bytes", 0) for pid in pids if pid in d.procs)
+    write_bytes = sum(d.procs[pid].io.get("write_bytes", 0) for pid in pids if pid in d.procs)
     if not duration:
         return ""
+    if write_bytes > read_bytes:
+        return " → storage at %.1f MB/s written" % (write_bytes / duration / 1e6)
     return " → storage at %.1f MB/s" % (read_bytes / duration / 1e6)
 
 

@@ -12,7 +12,7 @@ Below high the verdict lists the alternatives it could not rule out and what wou
 """
 from . import kinds, registry
 from .category import BOUNDARIES, boundary_of, root_kind
-from .progress import frozen_stack
+from .progress import frozen_stack, spins
 
 LEVELS = ("low", "medium", "high")
 MIN_SAMPLES = 8          # /proc samples of the culprit under which the sampling was thin
@@ -37,12 +37,17 @@ def assess(d, focus, culprit, category, progress):
         rests_on = "a recognised mechanism (%s)" % mechanism
         if registry.BY_KIND[mechanism].rests_on == "inferred":
             rests_on += ", inferred from stacks and waits"
+        elif registry.BY_KIND[mechanism].rests_on == "likely":
+            rests_on += ", likely from what surrounds the wait, not shown by it"
+            level = "medium"
+            alternatives.append("the thread polls for something else, and the wait ends elsewhere")
+            settle.append(LONGER)
     elif d.halted(culprit):
         rests_on = "the kernel's state of the culprit (%s)" % (d.halt_state(culprit).condition)
     elif kinds.of(root).decisive:
         rests_on = "the culprit's own wait (%s), which explains itself" % root
-    elif root == "cpu" and frozen_stack(culprit):
-        rests_on = "a call that never left the CPU nor moved its stack"
+    elif root == "cpu" and (frozen_stack(culprit) or spins(culprit, d.procs.get(culprit.pid))):
+        rests_on = "a thread that never left the CPU nor the line of its own code it spins at"
     elif boundary_of(d, d.walk)[0] is not None:
         # the category is the first link's (a collective, a child, a lock): whatever its other
         # end does, the run waits there

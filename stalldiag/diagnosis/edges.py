@@ -368,6 +368,10 @@ def waited_peer(g, view):
         lost = lost_pool_task(g, view)
         if lost:
             return [lost]
+    if frame_table.pool_manager(view.top_stack) and stuck(view):
+        empty = empty_pool(g, view)
+        if empty:
+            return [empty]
     peers = Counter()
     targets = waited_targets(view)
     if not targets:
@@ -389,6 +393,8 @@ def waited_peer(g, view):
     if not peers:
         for proc in g.live_children(view.pid):
             peers[proc.pid] += 1
+    for pid in [pid for pid in peers if g.roles.get(pid) == "mp-helper"]:
+        del peers[pid]   # a resource tracker holds inherited pipe ends and writes to none of them
     threads = [g.thread_on(pid, targets) for pid in peers]
     threads = [t for t in threads if t is not None]
     threads.sort(key=lambda v: (g.halted(v), g.weight(v), peers[v.pid]), reverse=True)
@@ -432,6 +438,15 @@ def lost_pool_task(g, view):
             if start - starts[0][0] >= REPLACEMENT_GAP_S * tick]
     return Edge(view, None, "lost-task", findings=[Finding.about("lost-task", view, waiter=view, workers=len(workers),
                                                                  replacements=late)])
+
+
+def empty_pool(g, view):
+    """A pool's manager thread waiting for results while no worker process of its pool lives."""
+    workers = [p for p in g.live_children(view.pid) if g.roles.get(p.pid) != "mp-helper"]
+    if workers:
+        return None
+    exited = [p for p in g.proc_list if p.ppid == view.pid and p.exited_at is not None]
+    return Edge(view, None, "pool-empty", findings=[Finding.about("pool-empty", view, waiter=view, exited=exited)])
 
 
 def waited_workers(g, view):

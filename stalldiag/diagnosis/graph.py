@@ -349,12 +349,20 @@ def _kind_from_state(view):
     awake = _awake_share(state)
     if awake is None:
         return
+    storage = view.kernel_kinds.get("io", 0) / max(view.n_samples, 1)
+    if state.condition == "computing" and storage >= STORAGE_BOUND_SHARE and awake < RUNNING_SHARE + 0.1:
+        # on a CPU a third of the window and in storage waits (fsync, D state) as long: each step
+        # waits on the disk (a commit per row), storage sets the pace
+        view.rekind("io", storage)
+        return
     if state.condition == "computing" and awake >= RUNNING_SHARE and view.kernel_kind != "cpu":
         view.rekind("cpu", awake)
         view.scheduled_share = awake
     if view.kind in SLEEPING_KINDS:
         view.share = min(view.share, max(0.0, 1.0 - awake))
 
+
+STORAGE_BOUND_SHARE = 0.3   # share of samples in storage waits that makes a half-busy thread storage-bound
 
 # Waits spent asleep in the kernel, that take no CPU while they last.
 SLEEPING_KINDS = kinds.names(asleep=True)

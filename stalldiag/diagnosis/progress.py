@@ -207,21 +207,28 @@ def assess(window, procs, views, gpus, halted=()):
     frozen = [v for v in busy if frozen_stack(v) or spins(v, procs_by_pid.get(v.pid))]
     # CPU in one function without a syscall, in a process that neither wrote nor read: a long
     # computation and a loop that never ends look the same from outside
-    blind = [v for v in busy if v not in frozen and v.kind != "compile" and _in_one_function(v)
-             and _silent(procs_by_pid.get(v.pid))]
+    # a compile that writes nothing (no cache entry, no output) is as blind: reading sources or
+    # libraries alone does not show it advances
+    blind = [v for v in busy if v not in frozen and (
+        v.kind == "compile" and _writes_nothing(procs_by_pid.get(v.pid))
+        or v.kind != "compile" and _in_one_function(v) and _silent(procs_by_pid.get(v.pid)))]
     for view in [v for v in busy if v not in frozen and v not in blind][:4]:
         progress = True
         evidence.append("%s did %.1f s of CPU work in %.1f s%s" % (
             view.label, view.cpu_seconds, duration, " (slowly: throttled)" if _throttled(view) else ""))
     for view in frozen[:4]:
-        frame = view.top_stack[0] if view.top_stack else None
+        frame = view.user_frame() if view.top_stack else None
         evidence.append("%s spins: %.1f s of CPU in %.1f s at one line, %s (%s:%s), in all %d stack samples, with no "
                         "syscall and no output: a busy-wait on a condition nothing changes, or a runaway call (a "
                         "regular expression backtracking, a C loop); not progress" % (
                             view.label, view.cpu_seconds, duration, frame[0] if frame else "?",
                             (frame[1] or "?").rsplit("/", 1)[-1] if frame else "?", frame[2] if frame else "?",
                             view.n_stack_samples))
-    for view in blind[:4]:
+    for view in [v for v in blind if v.kind == "compile"][:4]:
+        evidence.append("cannot tell whether %s's compile will finish: %.1f s of CPU compiling in %.1f s with nothing "
+                        "written (no cache entry, no output): a first compile can take minutes, "
+                        "and one that never ends looks the same from outside" % (view.label, view.cpu_seconds, duration))
+    for view in [v for v in blind if v.kind != "compile"][:4]:
         evidence.append("cannot tell whether %s progresses: %.1f s of CPU in one function (%s) without a syscall, "
                         "an output line or a file written in %.1f s; a long computation and a loop that never "
                         "ends look the same from outside (a longer window, or the job's own output, tells)" % (
@@ -261,17 +268,25 @@ def frozen_stack(view):
 
 
 def spins(view, proc=None):
-    """On a CPU all window, every stack sample at one line of one function (a `while not flag:`
-    loop is one line), no voluntary context switch (no blocking syscall) and nothing written by
-    its process: a busy-wait or a runaway call, not work."""
+    """On a CPU all window, the user's own code at one line of one function in every stack sample
+    (a `while not flag:` loop is one line; `while q.empty(): pass` too, whatever library frames
+    run under it), no voluntary context switch (nothing blocked: a poll with no timeout, at
+    most) and nothing written by its process: a busy-wait or a runaway call, not work."""
     on_cpu = view.activity.get("running", 0) / view.n_samples if view.n_samples else 0
     if view.kind == "compile" or view.n_stack_samples < FROZEN_SAMPLES or on_cpu < FROZEN_ON_CPU:
         return False
-    tops = {(frames[0][0], frames[0][2]) for frames, _n in view.stacks if frames}
+    tops = {_user_line(frames) for frames, _n in view.stacks if frames}
     if len(tops) != 1:
         return False
     switches = (view.thread.ctx or {}).get("voluntary")
     return (switches is None or switches <= 1) and (proc is None or _silent(proc))
+
+
+def _user_line(frames):
+    """(function, line) of the innermost frame of the user's own code in one stack sample."""
+    from ..knowledge.frames import is_library_file
+    frame = next((f for f in frames if not is_library_file(f[1])), frames[0])
+    return frame[0], frame[2]
 
 
 def _in_one_function(view):
@@ -285,6 +300,10 @@ def _silent(proc):
         return True
     io = proc.io or {}
     return not (io.get("syscr") or io.get("syscw") or io.get("wchar")) and not any(file_changes(proc)[:2])
+
+
+def _writes_nothing(proc):
+    return proc is None or not (proc.io or {}).get("wchar") and not file_changes(proc)[1]
 
 
 def _function_text(view):

@@ -12,6 +12,7 @@ A row says, for one mechanism:
   rests_on        what a verdict's confidence may rest on: "closed" (a closed chain or a
                   kernel fact: a cycle, a lock held by a thread that no longer exists),
                   "inferred" (a pattern of stacks and waits that is usually, not always, it),
+                  "likely" (a guess from what surrounds a wait: never more than medium),
                   "context" (evidence around a verdict, never a verdict by itself)
   report_kind     the kind the report shows (a few internal kinds share one)
 
@@ -57,10 +58,18 @@ _DECIDING = (
        leads_summary=True, rests_on="closed"),
     _m("barrier-incomplete", say.barrier_incomplete, "evidence.barrier_incomplete", blocks_progress=True,
        leads_summary=True, rests_on="closed"),
+    _m("pool-empty", say.pool_empty, "edges.waited_peer", category="subprocess", blocks_progress=True,
+       leads_summary=True, rests_on="closed"),
     # a file lock is held whatever its holder does (a holder that sleeps in a loop catching an
     # exception is not the job's retry loop): before retry-loop
     _m("file-lock", say.file_lock, "edges.file_lock_holder", category="locks", decides="weak-root",
        leads_summary=True, rests_on="closed"),
+    # a poll loop beside a child that exited with a failure: the likely waker is dead (the loop's
+    # own code does not say what it polls for)
+    _m("child-exited", say.child_exited, "polls.child_exited", category="subprocess", decides="weak-root",
+       blocks_progress=True, leads_summary=True, rests_on="likely"),
+    _m("lock-poll", say.lock_poll, "polls.lock_poll", category="locks", decides="weak-root", leads_summary=True,
+       rests_on="likely"),
     _m("orphaned-wait", say.orphaned_wait, "edges.orphaned_wait", blocks_progress=True, leads_summary=True,
        rests_on="inferred"),
     _m("pool-deadlock", say.pool_deadlock, "edges.orphaned_wait", blocks_progress=True, rests_on="inferred",

@@ -87,11 +87,31 @@ def in_event_loop_wait(stack):
 # worker loop, every frame above it a wait on the task queue).
 POOL_RESULT_WAIT = ((r"multiprocessing/pool\.py$", r"^((ApplyResult|MapResult)\.)?(get|wait)$|^(IMapIterator\.)?next$"),)
 TASK_QUEUE_FILES = r"multiprocessing/(queues|synchronize|connection)\.py$"
+# The thread of a process pool that waits for its workers' results (and replaces dead workers).
+POOL_MANAGER = ((r"concurrent/futures/process\.py$", r"^(_ExecutorManagerThread\.)?(run|wait_result_broken_or_wakeup)$|"
+                 r"^_queue_management_worker$"),
+                (r"multiprocessing/pool\.py$", r"^(Pool\.)?_handle_(results|workers)$"),)
+# A lock taken by polling: a sleep between attempts inside a function that acquires a lock (a
+# lock file, a queue file, a lock service), whatever library or vendored copy it is.
+LOCK_POLL_FUNCTION = re.compile(r"(^|\.)(acquire|_acquire|lock|_lock|wait_for_lock|acquire_lock|_poll_until_acquired)$"
+                                r"|^\w*Lock\.\w+$")
 THREAD_TASK_FILES = r"(^|/)(queue|threading)\.py$"
 
 
 def waits_for_pool_result(stack):
     return _any_frame(stack, POOL_RESULT_WAIT)
+
+
+def pool_manager(stack):
+    """The thread is a process pool's manager, waiting for its workers' results."""
+    return _any_frame(stack, POOL_MANAGER)
+
+
+def lock_poll_frame(stack, depth=4):
+    """The frame, among the innermost few of the user's or a library's Python code, of a function
+    that takes a lock by polling (acquire(), FileLock.acquire, lock()), or None."""
+    python = [f for f in stack or [] if (f[1] or "").endswith(".py")][:depth]
+    return next((f for f in python if LOCK_POLL_FUNCTION.search(f[0] or "")), None)
 
 
 def idle_pool_worker(stack):

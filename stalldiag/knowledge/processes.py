@@ -24,6 +24,9 @@ PROCESS_PATTERNS = [
     _P("shell", "comm", r"bash|sh|dash|zsh|ksh|fish", "launcher", "a shell running the job"),
     _P("torch.compile", "cmdline", r"torch[./]_inductor[./]compile_worker", "compile-worker",
        "inductor's compile-worker pool (SubprocPool sidecar or its workers)"),
+    _P("python", "cmdline", r"multiprocessing[./](resource_tracker|semaphore_tracker|forkserver)\b", "mp-helper",
+       "multiprocessing's resource tracker or fork server: a helper every pool starts; it holds the pipe ends it "
+       "inherited and writes to none of them"),
     _P("compiler", "comm", r"gcc|g\+\+|cc|c\+\+|cc1|cc1plus|clang|clang\+\+|ld|ld\.lld|ld\.gold|as|collect2|"
        r"ptxas|nvcc|cicc|nvlink|fatbinary", "compiler", "a C/C++/CUDA compiler or linker"),
 ]
