@@ -2,9 +2,10 @@
 
 A capture is the input of the diagnosis and is saved inside every JSON
 report under "capture", so `stalldiag report` can re-diagnose it offline.
-Layout (schema_version 1):
+Layout (schema_version 2):
 
   host, request, window              where, what was asked, the sampling window
+  request.config                     the inspection's Config (config.py), every field (new in 2)
   processes[]                        one per (pid, start_time) seen
     threads[].samples                [t, state, syscall|"running", detail index, wchan]
     threads[].stack_samples          [[stack index, run length], ...] in time order
@@ -51,7 +52,7 @@ import os
 from .errors import CaptureError
 from .helpers import intern_row
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # processes sampled because an inspected one waits on them, not because they are in its tree
 OUTSIDE_ROLES = ("lock-holder", "pipe-peer", "waker")
 
@@ -271,6 +272,36 @@ def load_report(path):
         raise CaptureError("%s: not a stalldiag report (top level is not an object)" % path)
     cap = data.get("capture", data)
     validate(cap, path)
+    return migrate(cap)
+
+
+def _config_from_request(request):
+    """Schema 1 recorded only some of what was asked: the rest is the defaults of then."""
+    from .config import Config
+    config = Config(pid=request.get("pid"), children=bool(request.get("children")),
+                    duration=request.get("duration_s") or 0.0, rate=request.get("rate_hz") or 5.0,
+                    stack_rate=request.get("stack_rate_hz") or 3.0, native=bool(request.get("native")),
+                    discovered=request.get("discovered"))
+    return config_record(config)
+
+
+def config_record(config):
+    """The Config as the capture records it."""
+    from dataclasses import asdict
+    return asdict(config)
+
+
+# schema version -> the function that brings a capture of that version to the next
+MIGRATIONS = {
+    1: lambda cap: dict(cap, schema_version=2, request=dict(cap.get("request") or {}, config=_config_from_request(
+        cap.get("request") or {}))),
+}
+
+
+def migrate(cap):
+    """A capture of any supported schema, brought to SCHEMA_VERSION (a new dict; cap is unchanged)."""
+    while cap["schema_version"] < SCHEMA_VERSION:
+        cap = MIGRATIONS[cap["schema_version"]](cap)
     return cap
 
 

@@ -212,7 +212,8 @@ class Inspection:
         if self.config.host_label:
             host["hostname"] = self.config.host_label
         request = {"pid": self.pid, "children": self.children, "duration_s": self.duration,
-                   "rate_hz": self.rate, "stack_rate_hz": self.stack_rate, "native": self.native}
+                   "rate_hz": self.rate, "stack_rate_hz": self.stack_rate, "native": self.native,
+                   "config": capture.config_record(self.config)}
         if self.config.discovered:
             request["discovered"] = self.config.discovered
         return capture.build(

@@ -41,3 +41,11 @@ def test_a_job_that_only_retries_is_not_making_progress(launch, tmp_path):
     verdict = report["verdict"]
     assert verdict["progress"]["state"] == "no progress seen", verdict["progress"]
     assert verdict["category"] == "network", verdict["summary"]
+
+
+def test_a_commit_per_row_import_is_storage_bound_and_progressing(launch, tmp_path):
+    w = launch("commit_per_row.py", tmp_path, settle=0.5)
+    report = inspect_json(w.pid, duration=3)
+    verdict = report["verdict"]
+    assert verdict["progress"]["state"] == "making progress", verdict["progress"]
+    assert verdict["category"] == "io", verdict["summary"]

@@ -165,3 +165,62 @@ def test_a_busy_wait_on_a_flag_is_a_spin_not_progress(launch, target_python):
     # py-spy is niced so as not to slow its target: on a loaded machine it may take under 3
     # samples, too few to call one line a spin; then progress is "cannot tell", at that line
     assert "spins" in said if main["stack_samples"] >= 3 else verdict["progress"]["state"] == "cannot tell", said
+
+
+def test_a_lock_taken_by_polling_is_a_lock_wait_on_every_python(launch, target_python, tmp_path):
+    """DirLock.acquire() sleeps between mkdir() attempts on a directory a dead run left: locks."""
+    minor, python = target_python
+    w = launch_with(launch, python, "lock_poll_dir_lock.py", tmp_path, settle=0.5)
+    report = inspect_json(w.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks" and verdict["tid"] == w.pid, verdict["summary"]
+    assert "DirLock.acquire" in verdict["summary"] or "acquire" in verdict["summary"], verdict["summary"]
+    assert verdict["confidence"] != "high" and verdict["progress"]["state"] == "no progress seen"
+
+
+def test_a_poll_loop_whose_child_died_waits_on_the_dead_child_on_every_python(launch, target_python):
+    minor, python = target_python
+    w = launch_with(launch, python, "poll_flag_child_died.py", settle=0.5)
+    report = inspect_json(w.pid, "--children", duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "subprocess" and verdict["pid"] == w.pid, verdict["summary"]
+    assert "exit code 1" in verdict["summary"], verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"
+
+
+def test_a_spin_on_queue_empty_is_a_spin_at_the_users_line_on_every_python(launch, target_python):
+    minor, python = target_python
+    w = launch_with(launch, python, "spin_on_queue_empty.py", settle=0.5)
+    report = inspect_json(w.pid, "--children", duration=3)
+    verdict = report["verdict"]
+    assert verdict["category"] == "cpu" and verdict["pid"] == w.pid, verdict["summary"]
+    assert verdict["progress"]["state"] != "making progress", verdict["progress"]
+    said = verdict["summary"] + " ".join(verdict["progress"]["evidence"])
+    main = next(t for t in process_of(report, w.pid)["threads"] if t["tid"] == w.pid)
+    if main["stack_samples"] >= 3:
+        assert "spin" in said and "spin_on_queue_empty.py:21" in said, said
+
+
+@pytest.mark.parametrize("minor", ["3.11", "3.12", "3.13"])
+def test_a_pool_whose_workers_retired_has_no_worker_left(launch, minor):
+    python = interpreter(minor)
+    if python is None:
+        pytest.skip("CPython %s is absent" % minor)
+    w = launch_with(launch, python, "pool_retired_workers.py", settle=2.0)
+    live = [c for c in os.listdir("/proc") if c.isdigit() and _ppid(int(c)) == w.pid]
+    report = inspect_json(w.pid, "--children", duration=2)
+    verdict = report["verdict"]
+    if verdict["category"] != "subprocess":
+        # the pool may still have live workers (the schedule that strands tasks did not happen)
+        assert any("pool" in f["summary"] for f in report["findings"]) or live, verdict["summary"]
+        pytest.skip("CPython %s: the pool kept a worker this time (%s)" % (minor, verdict["summary"][:120]))
+    assert "no live worker" in verdict["summary"], verdict["summary"]
+    assert verdict["confidence"] == "high" and verdict["progress"]["state"] == "no progress seen"
+
+
+def _ppid(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None

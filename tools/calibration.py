@@ -13,9 +13,9 @@ import collections
 import json
 
 # Test files whose workloads each state the verdict a correct diagnosis gives.
-VERDICT_TESTS = ("test_heldout", "test_inspect_workloads", "test_stdlib_waits", "test_chains",
+VERDICT_TESTS = ("test_unseen_", "test_inspect_workloads", "test_stdlib_waits", "test_chains",
                  "test_target_pythons", "test_retry_loops", "test_event_loops", "test_pipeline_mechanisms",
-                 "test_progress")
+                 "test_progress", "test_reproduced")
 LEVELS = ("high", "medium", "low")
 
 

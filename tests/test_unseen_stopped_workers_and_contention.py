@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import WORKLOADS, inspect_json
-from test_heldout import (children_of, free_port, kill_pids, progress_state, said, summary_and_evidence, torch_only,
+from test_unseen_locks_storage_and_halted_ranks import (children_of, free_port, kill_pids, progress_state, said, summary_and_evidence, torch_only,
                           wait_for)
 
 pytestmark = pytest.mark.heldout

@@ -13,8 +13,8 @@ import pytest
 
 from conftest import inspect_json
 from stalldiag import procfs
-from test_heldout import children_of, summary_and_evidence
-from test_heldout3 import other_tids, wchan
+from test_unseen_locks_storage_and_halted_ranks import children_of, summary_and_evidence
+from test_unseen_pools_sockets_and_healthy_jobs import other_tids, wchan
 
 pytestmark = pytest.mark.heldout
 

@@ -16,7 +16,7 @@ import threading
 import pytest
 
 from conftest import inspect_json, process_of, thread_named
-from test_heldout import children_of, free_port, kill_pids, summary_and_evidence, wait_for
+from test_unseen_locks_storage_and_halted_ranks import children_of, free_port, kill_pids, summary_and_evidence, wait_for
 
 pytestmark = pytest.mark.heldout
 

@@ -1,0 +1,43 @@
+"""The capture's schema: every saved capture, of any version, reads as the current one through
+its migrations; a capture from a newer stalldiag is refused, not misread."""
+import json
+
+import pytest
+
+from conftest import CAPTURES
+from stalldiag import capture
+from stalldiag.config import Config
+from stalldiag.errors import CaptureError
+
+
+@pytest.mark.parametrize("path", sorted(CAPTURES.glob("*.json")), ids=lambda p: p.stem)
+def test_every_saved_capture_reads_as_the_current_schema(path):
+    raw = json.loads(path.read_text())
+    raw = raw.get("capture", raw)
+    cap = capture.load_report(str(path))
+    assert cap["schema_version"] == capture.SCHEMA_VERSION
+    config = Config(**cap["request"]["config"])   # every field a Config has, and nothing else
+    assert config.pid == raw["request"]["pid"] and config.children == bool(raw["request"].get("children"))
+    assert config.duration == raw["request"].get("duration_s")
+
+
+def test_a_migration_leaves_the_capture_it_reads_unchanged():
+    raw = json.loads((CAPTURES / "deadlock.json").read_text())["capture"]
+    before = json.dumps(raw, sort_keys=True)
+    assert raw["schema_version"] == 1
+    migrated = capture.migrate(raw)
+    assert json.dumps(raw, sort_keys=True) == before and migrated["schema_version"] == capture.SCHEMA_VERSION
+    assert capture.migrate(migrated) == migrated
+
+
+def test_every_version_below_the_current_one_has_a_migration():
+    assert sorted(capture.MIGRATIONS) == list(range(1, capture.SCHEMA_VERSION))
+
+
+def test_a_capture_of_a_newer_schema_is_refused(tmp_path):
+    raw = json.loads((CAPTURES / "deadlock.json").read_text())
+    raw["capture"]["schema_version"] = capture.SCHEMA_VERSION + 1
+    path = tmp_path / "newer.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(CaptureError, match="newer than this stalldiag"):
+        capture.load_report(str(path))
