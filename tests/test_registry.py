@@ -110,6 +110,29 @@ def test_precedence_between_mechanisms_that_decide_the_category(first, second):
     assert category.categorize(d, d.walk, [first, second]) == (want, None)
 
 
+WEAK = [(a, b) for i, (a, _ca) in enumerate(registry.WEAK_ROOT_CATEGORY_OF)
+        for (b, _cb) in registry.WEAK_ROOT_CATEGORY_OF[i + 1:]]
+
+
+@pytest.mark.parametrize("first,second", WEAK, ids=["%s>%s" % p for p in WEAK])
+def test_precedence_between_mechanisms_that_decide_over_a_weak_root(first, second):
+    d = _graph_and_walk("sleep_loop")   # the chain ends at a thread that only sleeps
+    assert category.categorize(d, d.walk, [second, first]) == (registry.BY_KIND[first].category, None)
+
+
+@pytest.mark.parametrize("weak", [kind for kind, _c in registry.WEAK_ROOT_CATEGORY_OF])
+def test_a_mechanism_that_always_decides_wins_over_one_that_decides_over_a_weak_root(weak):
+    d = _graph_and_walk("sleep_loop")
+    always, want = registry.CATEGORY_OF[0]
+    assert category.categorize(d, d.walk, [weak, always]) == (want, None)
+
+
+@pytest.mark.parametrize("weak", [kind for kind, _c in registry.WEAK_ROOT_CATEGORY_OF])
+def test_a_root_that_explains_itself_is_not_overruled_by_a_weak_root_mechanism(weak):
+    d = _graph_and_walk("dataloader_slow_io")   # the chain ends in storage I/O
+    assert category.categorize(d, d.walk, [weak])[0] == "io"
+
+
 def test_a_file_lock_decides_over_a_root_that_only_retries():
     """A lock file's holder that sleeps in a loop catching an exception holds the lock: locks,
     not the retry's category (it was 'Sleeping (idle by design)')."""

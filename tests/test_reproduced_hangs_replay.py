@@ -22,7 +22,19 @@ def test_every_recorded_reproduction_is_in_a_manifest():
     assert set(RECORDED) <= set(TRUTH), sorted(set(RECORDED) - set(TRUTH))
 
 
-@pytest.mark.parametrize("rid", RECORDED)
+# Rows whose recorded verdict is still wrong, and why (strict: a fix makes the test say so).
+KNOWN_WRONG = {
+    "rc_blend_empty_shard_spin": "a DataLoader worker spinning in a pure-Python generator over several lines, "
+                                 "with library calls between, moves like a worker preprocessing a heavy batch: "
+                                 "'making progress' (its category, cpu, is right)",
+    "ra_ckpt_slow_storage": "a checkpoint write inside one writev() for the whole window to storage that moves "
+                            "slowly: nothing the job's processes count advances, so 'no progress seen' (truth: "
+                            "slow but advancing); the category, io, is right",
+}
+
+
+@pytest.mark.parametrize("rid", [pytest.param(r, marks=pytest.mark.xfail(reason=KNOWN_WRONG[r], strict=True))
+                                 if r in KNOWN_WRONG else r for r in RECORDED])
 def test_the_reproduction_replays_to_its_truth(rid):
     verdict = build_report(load_report(str(CAPTURES / ("repro_%s.json" % rid))))["verdict"]
     truth = TRUTH[rid]

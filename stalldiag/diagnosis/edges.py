@@ -63,7 +63,10 @@ def waker_exited(g, view):
     """A wait on a lock or event in shared memory (a multiprocessing.Event) that no other live
     process maps, while a child of the waiter has exited: the child that would have set it is
     gone (a save process that died, a worker killed by the OOM killer)."""
-    if not shared_futex(view) or not stuck(view) or g.shared_mappers(view):
+    mappers = g.shared_mappers(view)
+    # a mapper that exited during the window (a zombie now) sets nothing either
+    if not shared_futex(view) or not stuck(view) or {pid for pid in mappers or () if pid not in g.procs
+                                                     or g.procs[pid].exited_at is None}:
         return None
     dead = [p for p in g.proc_list if p.ppid == view.pid and p.exited_at is not None]
     if not dead:

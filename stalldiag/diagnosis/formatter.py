@@ -403,19 +403,6 @@ def waker_exited(g, waiter, dead):
                 if any(p.exit_status for p in dead[:3]) else ""))
 
 
-def lock_poll(g, waiter, frame):
-    return ("%s sleeps between attempts to take a lock at %s, and no holder of it was found: a lock file, queue "
-            "file or lock service that a run which died left taken, or a lock call that keeps failing" % (
-                waiter.label, frame_text(frame)))
-
-
-def child_exited(g, waiter, dead):
-    return ("%s polls in a sleep loop at %s, and %s, its child, exited (%s) and was never reaped: if it was to end "
-            "the wait (a saver, a writer, a worker), nothing will" % (
-                waiter.label, frame_text(waiter.user_frame()) or "?", "; ".join(process_text(p) for p in dead[:3]),
-                "; ".join(p.exit_status for p in dead[:3])))
-
-
 def pool_empty(g, waiter, exited):
     return ("%s waits for results from a process pool, but the pool has no live worker: its workers exited%s and "
             "none was started in their place, so the tasks still queued will never run (a pool that retires "

@@ -22,6 +22,7 @@ from .types import Process
 # Least CPU use, as a share of one core over the span, that counts as work.
 CPU_WORK = 0.2
 GPU_WORK = 5.0   # % NVML utilization
+STORAGE_WORK_BYTES = 256 * 1024   # bytes read from or written to a device in the window that count as work
 THROTTLED_WORK = 0.05   # a thread held to a small CPU quota still moves, slowly
 STUCK_SHARE = 0.8   # share of the window in one wait that makes a thread "stuck" in it
 STARVED_CPU = 0.05  # a training loop under this share of a core over the window did not run
@@ -148,6 +149,7 @@ def assess(window, procs, views, gpus, halted=()):
     evidence = list(halted)
     progress = False
     procs_by_pid = {proc.pid: proc for proc in procs}
+    storage_pids = {v.pid for v in views if v.kind == "io"}
     shared_writes = {}
     recent_writes = {}     # path -> [size, pids]: a file changed in a directory several processes write to
     for proc in procs:
@@ -189,6 +191,11 @@ def assess(window, procs, views, gpus, halted=()):
         if duration and io.get("wchar", 0) > 0 and not written and not recent:
             evidence.append("%s wrote %d bytes in %d write calls" % (label, io["wchar"], io.get("syscw", 0)))
         if duration and io.get("read_bytes", 0) + io.get("write_bytes", 0) > 0:
+            # bytes the kernel moved to or from a device for a process whose thread waits on storage:
+            # its data moves, however slowly (a process that only pages in its libraries does not
+            # count: a compile stuck in a recursion reads 9 MB/s of .so pages)
+            if io.get("read_bytes", 0) + io.get("write_bytes", 0) >= STORAGE_WORK_BYTES and proc.pid in storage_pids:
+                progress = True
             evidence.append("%s storage: %.1f MB/s read, %.1f MB/s written" % (
                 label, io.get("read_bytes", 0) / duration / 1e6, io.get("write_bytes", 0) / duration / 1e6))
     for target, (delta, pids) in sorted(shared_writes.items(), key=lambda kv: -kv[1][0])[:4]:
@@ -212,6 +219,10 @@ def assess(window, procs, views, gpus, halted=()):
     blind = [v for v in busy if v not in frozen and (
         v.kind == "compile" and _writes_nothing(procs_by_pid.get(v.pid))
         or v.kind != "compile" and _in_one_function(v) and _silent(procs_by_pid.get(v.pid)))]
+    # a compiler or linker process the job runs (g++ for an inductor kernel) computes for the job
+    for proc in [p for p in procs if _compiler(p) and (p.cpu_seconds or 0) >= CPU_WORK * duration > 0][:4]:
+        progress = True
+        evidence.append("pid %d (%s) compiled for %.1f s of CPU" % (proc.pid, proc.comm, proc.cpu_seconds))
     for view in [v for v in busy if v not in frozen and v not in blind][:4]:
         progress = True
         evidence.append("%s did %.1f s of CPU work in %.1f s%s" % (
@@ -300,6 +311,12 @@ def _silent(proc):
         return True
     io = proc.io or {}
     return not (io.get("syscr") or io.get("syscw") or io.get("wchar")) and not any(file_changes(proc)[:2])
+
+
+def _compiler(proc):
+    from ..knowledge.processes import match_process
+    row = match_process(proc.comm, proc.cmdline)
+    return row is not None and row.role == "compiler"
 
 
 def _writes_nothing(proc):

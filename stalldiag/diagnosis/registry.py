@@ -2,7 +2,8 @@
 
 A row says, for one mechanism:
   kind            the finding's kind (what edges.py, walk.py or evidence.py find)
-  says            the function of formatter.py that writes its sentence from its facts
+  says            the function that writes its sentence from its facts (formatter.py's, or the
+                  detector module's own for a mechanism added with its detector)
   found_by        the detector: the function that finds it (a pure function of the graph)
   category        the category it decides when found, or None (the wait-for chain decides)
   decides         "always": it decides wherever the chain ends; "weak-root": only over a root
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from . import formatter as say
+from . import polls
 from .types import Finding
 
 
@@ -66,9 +68,9 @@ _DECIDING = (
        leads_summary=True, rests_on="closed"),
     # a poll loop beside a child that exited with a failure: the likely waker is dead (the loop's
     # own code does not say what it polls for)
-    _m("child-exited", say.child_exited, "polls.child_exited", category="subprocess", decides="weak-root",
+    _m("child-exited", polls.child_exited_text, "polls.child_exited", category="subprocess", decides="weak-root",
        blocks_progress=True, leads_summary=True, rests_on="likely"),
-    _m("lock-poll", say.lock_poll, "polls.lock_poll", category="locks", decides="weak-root", leads_summary=True,
+    _m("lock-poll", polls.lock_poll_text, "polls.lock_poll", category="locks", decides="weak-root", leads_summary=True,
        rests_on="likely"),
     _m("orphaned-wait", say.orphaned_wait, "edges.orphaned_wait", blocks_progress=True, leads_summary=True,
        rests_on="inferred"),
