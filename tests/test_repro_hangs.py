@@ -32,6 +32,10 @@ PROGRESS_UNDECIDABLE = {
     # moves over several lines, like a worker preprocessing a heavy batch; the training loop
     # waits the whole window either way (category cpu, checked)
     "rc_blend_empty_shard_spin",
+    # a checkpoint write inside one writev() for the whole window to storage that moves slowly
+    # (a file-server stand-in): nothing the job's processes count advances, so "no progress seen"
+    # at medium (truth: slow but advancing); its category, io, is checked
+    "ra_ckpt_slow_storage",
 }
 
 

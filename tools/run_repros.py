@@ -24,10 +24,19 @@ from stalldiag.targets import descendants  # noqa: E402
 
 
 def manifests():
+    """Every row of every manifest; a row the product defines otherwise (fixtures/repro/
+    adjudicated.json, with why) carries its adjudicated category in truth and the manifest's in
+    truth["manifest_said"]."""
     rows = []
     for path in sorted(glob.glob(os.path.join(ROOT, "fixtures", "repro", "*_manifest.json"))):
         with open(path) as f:
             rows.extend(json.load(f))
+    adjudicated_path = os.path.join(ROOT, "fixtures", "repro", "adjudicated.json")
+    adjudicated = json.load(open(adjudicated_path)) if os.path.exists(adjudicated_path) else {}
+    for row in rows:
+        if row["id"] in adjudicated:
+            row["truth"] = dict(row["truth"], blocked_on=adjudicated[row["id"]]["blocked_on"],
+                                manifest_said=row["truth"]["blocked_on"])
     return rows
 
 
@@ -70,7 +79,8 @@ def run_one(row, duration, out_dir, python=None):
     # "cannot tell" is never wrong; a stall said to progress, or a progressing run said stalled, is
     progress_ok = verdict["progress"]["state"] != {"none": "making progress", "some": "no progress seen"}.get(
         truth.get("progress"))
-    return {"id": row["id"], "want": truth["blocked_on"], "got": verdict["category"],
+    return {"id": row["id"], "want": truth["blocked_on"], "manifest_said": truth.get("manifest_said"),
+            "got": verdict["category"],
             "right": verdict["category"] == truth["blocked_on"] and progress_ok,
             "progress": verdict["progress"]["state"], "progress_ok": progress_ok,
             "confidence": verdict.get("confidence"),

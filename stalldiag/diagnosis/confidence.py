@@ -19,6 +19,7 @@ MIN_SAMPLES = 8          # /proc samples of the culprit under which the sampling
 MIN_STACK_SAMPLES = 2    # py-spy samples of a Python culprit under which its stack is a guess
 SHARE_HIGH = 0.8         # share of the window the focus and the culprit spent as the verdict says
 SHARE_MEDIUM = 0.5
+MOVED_BYTES = 64 * 1024  # bytes a process wrote in the window that say data moves
 
 LONGER = "a longer window (--duration 30 or more)"
 
@@ -107,6 +108,16 @@ def assess(d, focus, culprit, category, progress):
             and registry.BY_KIND[mechanism].blocks_progress:
         level = _lower(level, "medium")
         reasons.append("the run shows progress beside a mechanism that blocks it")
+    movers = [p for p in d.proc_list if (p.io or {}).get("wchar", 0) >= MOVED_BYTES]
+    if progress.get("state") == "no progress seen" and movers and not (
+            mechanism is not None and registry.BY_KIND[mechanism].blocks_progress):
+        # nothing counted as progress, yet a process of the job moves data (through a pipe or a
+        # socket: a file server, a helper): the run may advance more slowly than it shows
+        level = _lower(level, "medium")
+        reasons.append("pid %d wrote %d bytes in the window, which no progress rule counts" % (
+            movers[0].pid, movers[0].io["wchar"]))
+        alternatives.append("a run advancing slowly through pid %d" % movers[0].pid)
+        settle.append(LONGER)
     if reasons:
         rests_on += "; " + "; ".join(reasons)
     if level == "high":

@@ -257,7 +257,8 @@ def assess(window, procs, views, gpus, halted=()):
                                                     ", SM %.0f%%" % dev.sm if dev.has_gpm else ""))
     if halted:
         progress = False
-    state = "making progress" if progress else "cannot tell" if blind else "no progress seen"
+    # (something the job needs is halted or blocked for good: no progress, whatever CPU burns)
+    state = "making progress" if progress else "cannot tell" if blind and not halted else "no progress seen"
     if not evidence:
         evidence.append("no CPU work in user code, no GPU work, no file advancing or growing")
     return {"state": state, "evidence": evidence}
@@ -296,12 +297,15 @@ def spins(view, proc=None):
 def _user_line(frames):
     """(function, line) of the innermost frame of the user's own code in one stack sample."""
     from ..knowledge.frames import is_library_file
-    frame = next((f for f in frames if not is_library_file(f[1])), frames[0])
+    # (code made at run time, "<string>", runs for whoever called it: namedtuple's methods under
+    # selectors.py are the library's)
+    frame = next((f for f in frames if not is_library_file(f[1]) and not (f[1] or "").startswith("<")), frames[0])
     return frame[0], frame[2]
 
 
 def _in_one_function(view):
-    return len({frames[0][0] for frames, _n in view.stacks if frames}) == 1 and (
+    """Every stack sample's own code (below any library frames) in one function, and nothing blocked."""
+    return len({_user_line(frames)[0] for frames, _n in view.stacks if frames}) == 1 and (
         (view.thread.ctx or {}).get("voluntary") or 0) <= 1
 
 

@@ -112,7 +112,9 @@ def _uninterruptible(view, kernel, numbers):
         # Major faults with no file mapped as data: anonymous memory coming back from swap.
         return ThreadState("storage", "in page faults on anonymous memory (%s major faults, no data file mapped): "
                            "swapping under memory pressure" % faults["majflt"], dict(numbers, majflt=faults["majflt"]))
-    if view.kernel_kind == "io":
+    in_d = sum(n for (state, _syscall), n in view.state_syscalls.items() if state == "D")
+    if view.kernel_kind == "io" or in_d and view.kernel_kinds.get("io", 0) * 2 >= in_d:
+        # (a thread half on a CPU, half in fdatasync: its D samples are storage all the same)
         return ThreadState("storage", "in uninterruptible sleep on storage (%s)" % _top_wchan(view), numbers)
     return ThreadState("uninterruptible", "in uninterruptible sleep (D, %s), not storage" % _top_wchan(view), numbers)
 
