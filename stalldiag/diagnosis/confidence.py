@@ -12,7 +12,7 @@ Below high the verdict lists the alternatives it could not rule out and what wou
 """
 from . import kinds, registry
 from .category import BOUNDARIES, boundary_of, root_kind
-from .progress import frozen_stack, spins
+from .progress import runaway
 
 LEVELS = ("low", "medium", "high")
 MIN_SAMPLES = 8          # /proc samples of the culprit under which the sampling was thin
@@ -33,6 +33,7 @@ def assess(d, focus, culprit, category, progress):
     alternatives, settle, reasons = [], [], []
     mechanism = registry.first([f["kind"] for f in d.findings], registry.PRECEDENCE)
     root = root_kind(d, culprit)
+    link = boundary_of(d, d.walk)[0]
     level = "high"
     if mechanism is not None:
         rests_on = "a recognised mechanism (%s)" % mechanism
@@ -47,13 +48,12 @@ def assess(d, focus, culprit, category, progress):
         rests_on = "the kernel's state of the culprit (%s)" % (d.halt_state(culprit).condition)
     elif kinds.of(root).decisive:
         rests_on = "the culprit's own wait (%s), which explains itself" % root
-    elif root == "cpu" and (frozen_stack(culprit) or spins(culprit, d.procs.get(culprit.pid))):
+    elif root == "cpu" and runaway(culprit, d.procs.get(culprit.pid)):
         rests_on = "a thread that never left the CPU nor the line of its own code it spins at"
-    elif boundary_of(d, d.walk)[0] is not None:
+    elif link is not None:
         # the category is the first link's (a collective, a child, a lock): whatever its other
         # end does, the run waits there
-        rests_on = "the wait on %s, whose other end is %s" % (
-            BOUNDARIES[boundary_of(d, d.walk)[0]][1], kinds.of(root).doing or root)
+        rests_on = "the wait on %s, whose other end is %s" % (BOUNDARIES[link][1], kinds.of(root).doing or root)
     elif category == "collective" and culprit.kind in ("collective", "rendezvous"):
         rests_on = "the culprit's wait in a %s for ranks that are not there" % culprit.kind
     elif (culprit.pid, culprit.tid) in d.file_waits:
@@ -139,9 +139,5 @@ def _lower(level, cap):
 
 
 def _result(level, rests_on, alternatives, settle):
-    seen = []
-    for item in settle:
-        if item not in seen:
-            seen.append(item)
     return {"level": level, "rests_on": rests_on, "alternatives": list(dict.fromkeys(alternatives)),
-            "to_settle": seen}
+            "to_settle": list(dict.fromkeys(settle))}

@@ -68,7 +68,7 @@ def waker_exited(g, view):
     if not shared_futex(view) or not stuck(view) or {pid for pid in mappers or () if pid not in g.procs
                                                      or g.procs[pid].exited_at is None}:
         return None
-    dead = [p for p in g.proc_list if p.ppid == view.pid and p.exited_at is not None]
+    dead = g.exited_children(view.pid)
     if not dead:
         return None
     return Edge(view, None, "waker-exited", findings=[Finding.about("waker-exited", view, waiter=view, dead=dead)])
@@ -396,8 +396,8 @@ def waited_peer(g, view):
     if not peers:
         for proc in g.live_children(view.pid):
             peers[proc.pid] += 1
-    for pid in [pid for pid in peers if g.roles.get(pid) == "mp-helper"]:
-        del peers[pid]   # a resource tracker holds inherited pipe ends and writes to none of them
+    for pid in [pid for pid in peers if g.helper(pid)]:
+        del peers[pid]
     threads = [g.thread_on(pid, targets) for pid in peers]
     threads = [t for t in threads if t is not None]
     threads.sort(key=lambda v: (g.halted(v), g.weight(v), peers[v.pid]), reverse=True)
@@ -445,11 +445,10 @@ def lost_pool_task(g, view):
 
 def empty_pool(g, view):
     """A pool's manager thread waiting for results while no worker process of its pool lives."""
-    workers = [p for p in g.live_children(view.pid) if g.roles.get(p.pid) != "mp-helper"]
-    if workers:
+    if any(not g.helper(p.pid) for p in g.live_children(view.pid)):
         return None
-    exited = [p for p in g.proc_list if p.ppid == view.pid and p.exited_at is not None]
-    return Edge(view, None, "pool-empty", findings=[Finding.about("pool-empty", view, waiter=view, exited=exited)])
+    return Edge(view, None, "pool-empty", findings=[Finding.about("pool-empty", view, waiter=view,
+                                                                   exited=g.exited_children(view.pid))])
 
 
 def waited_workers(g, view):

@@ -289,6 +289,14 @@ class WaitGraph:
     def live_children(self, pid):
         return [p for p in self.proc_list if p.ppid == pid and p.exited_at is None]
 
+    def exited_children(self, pid):
+        return [p for p in self.proc_list if p.ppid == pid and p.exited_at is not None]
+
+    def helper(self, pid):
+        """multiprocessing's resource tracker or fork server: it holds the pipe ends it inherited
+        and writes to none of them, so it ends nobody's wait."""
+        return self.roles.get(pid) == "mp-helper"
+
     def related(self, pid_a, pid_b):
         a, b = self.procs.get(pid_a), self.procs.get(pid_b)
         if a is None or b is None:

@@ -211,7 +211,7 @@ def assess(window, procs, views, gpus, halted=()):
             and (v.kind in ("cpu", "compile", "dataloader") or v.state is not None and v.state.condition == "computing")
             and v.user_frame() and (v.state is None or v.state.progressing)
             and v.cpu_seconds / duration >= (THROTTLED_WORK if _throttled(v) else CPU_WORK)]
-    frozen = [v for v in busy if frozen_stack(v) or spins(v, procs_by_pid.get(v.pid))]
+    frozen = [v for v in busy if runaway(v, procs_by_pid.get(v.pid))]
     # CPU in one function without a syscall, in a process that neither wrote nor read: a long
     # computation and a loop that never ends look the same from outside
     # a compile that writes nothing (no cache entry, no output) is as blind: reading sources or
@@ -294,8 +294,14 @@ def spins(view, proc=None):
     return (switches is None or switches <= 1) and (proc is None or _silent(proc))
 
 
+def runaway(view, proc=None):
+    """A thread whose CPU time is not work: one call whose stack never moved, or a spin."""
+    return frozen_stack(view) or spins(view, proc)
+
+
 def _user_line(frames):
-    """(function, line) of the innermost frame of the user's own code in one stack sample."""
+    """(function, line) of the innermost frame of the user's own code in one stack sample.  (Not
+    the outermost: a forked worker's outer frames are its parent's, frozen at the fork.)"""
     from ..knowledge.frames import is_library_file
     # (code made at run time, "<string>", runs for whoever called it: namedtuple's methods under
     # selectors.py are the library's)
@@ -328,12 +334,14 @@ def _writes_nothing(proc):
 
 
 def _function_text(view):
-    frames = view.top_stack or []
-    if not frames:
+    """"work at train.py:12-14": the function _in_one_function found, and the lines it was seen at."""
+    if not view.top_stack:
         return "native code"
-    lines = sorted({f[0][2] for f, _n in view.stacks if f})
-    return "%s at %s:%s" % (frames[0][0], (frames[0][1] or "?").rsplit("/", 1)[-1],
-                            "-".join(map(str, (lines[0], lines[-1]))) if len(lines) > 1 else lines[0])
+    own = [_user_line(frames) for frames, _n in view.stacks if frames]
+    lines = sorted({line for _function, line in own if line is not None})
+    filename = next((f[1] for f in view.top_stack if (f[0], f[2]) == own[0]), view.top_stack[0][1])
+    return "%s at %s:%s" % (own[0][0], (filename or "?").rsplit("/", 1)[-1],
+                            "-".join(map(str, (lines[0], lines[-1]))) if len(lines) > 1 else (lines or ["?"])[0])
 
 
 def _throttled(view):

@@ -5,7 +5,7 @@ mechanism in the user's words, and when the root cause was reached through a lin
 of another category, which ("Blocked on storage I/O, through a lock: ...").
 """
 from .category import CATEGORIES, SUMMARY, categorize, is_lock_file as _is_lock_file  # noqa: F401
-from .progress import frozen_stack, spins
+from .progress import runaway
 from .registry import LEADS_SUMMARY, finding_of
 from .explain import detail_text, doing, frame_text, halted_phrase, pct, process_text
 
@@ -56,7 +56,7 @@ def summary_of(d, category, focus, culprit, through=None):
         head, culprit.label, activity, "" if not culprit.n_samples else " %s" % pct(share), where)
     if what:
         text += "; %s on %s" % ("between runs, waits" if culprit.kind == "cpu" else "waiting", what)
-    if category == "cpu" and culprit.kind == "cpu" and (frozen_stack(culprit) or spins(culprit, d.procs.get(culprit.pid))):
+    if category == "cpu" and culprit.kind == "cpu" and runaway(culprit, d.procs.get(culprit.pid)):
         text += ("; it spins: every stack sample at that one line, no syscall, no output (a busy-wait on a "
                  "condition nothing changes, or a runaway call)")
     if category == "cuda" and culprit.kind == "cuda":
