@@ -52,7 +52,7 @@ import os
 from .errors import CaptureError
 from .helpers import intern_row
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # processes sampled because an inspected one waits on them, not because they are in its tree
 OUTSIDE_ROLES = ("lock-holder", "pipe-peer", "waker")
 
@@ -60,7 +60,7 @@ OUTSIDE_ROLES = ("lock-holder", "pipe-peer", "waker")
 def build(tool_version, host, request, window, records, profiles, frames, stack_failures,
           gpu, skipped_children, limitations, unix_peers=None, tcp_peers=None, exact=None, local_values=None,
           thread_matching=None, locks=None, file_waits=None, gil=None, stack_rates=None, joins=None,
-          stack_snapshots=None, output_tail=None, wakers=None):
+          stack_snapshots=None, output_tail=None, wakers=None, resources=None):
     stack_table = []
     stack_index = {}
     processes = []
@@ -134,6 +134,8 @@ def build(tool_version, host, request, window, records, profiles, frames, stack_
         "gil": gil,
         "wakers": wakers or [],
         "output_tail": output_tail or {},
+        # the job's limits, the host's use of its CPUs, memory and disks, and who else uses them
+        "resources": resources or {"available": False, "reason": "not measured"},
         "limitations": limitations,
         # the target's own syscalls or stacks were refused: the verdict stands on less
         "permission_denied": _target_denied(processes, request.get("pid"), stack_failure),
@@ -295,6 +297,9 @@ def config_record(config):
 MIGRATIONS = {
     1: lambda cap: dict(cap, schema_version=2, request=dict(cap.get("request") or {}, config=_config_from_request(
         cap.get("request") or {}))),
+    # schema 3 reads the job's resources (probes/resources.py): older captures did not
+    2: lambda cap: dict(cap, schema_version=3, resources=cap.get("resources") or {
+        "available": False, "reason": "not measured: captured before stalldiag read resources"}),
 }
 
 

@@ -17,6 +17,7 @@ from . import __version__, capture, fds, procfs, sources, targets
 from .probes import file_waits, gil, joins, output_tail
 from .probes.gpu import GpuProbe
 from .probes.locks import LockWatch
+from .probes.resources import ResourceProbe
 from .probes.stacks import StackProbe
 from .probes.threads import NANOSLEEPS, ThreadSampler
 from .probes.wakers import Wakers
@@ -126,6 +127,8 @@ class Inspection:
                 self._sample_stacks_of(stacks, record)
         gpu = GpuProbe()
         gpu.start(t0)
+        resources = ResourceProbe()
+        resources.start(sorted({r.pid for r in sampler.records.values()}))
 
         interrupted = None
         effective_rate = self.rate
@@ -177,6 +180,8 @@ class Inspection:
             past_end = max(0.0, time.monotonic() - t0 - self.duration) if self.duration else 0.0
             profiles, frames = stacks.stop(grace=max(0.0, stacks.STOP_GRACE_S - past_end))
             gpu.stop()
+            resources.stop(sorted({r.pid for r in sampler.records.values()}),
+                           also=[int(pid) for pid in gpu.processes])
         elapsed = time.monotonic() - t0
         local_values = {}
         if self.locals:
@@ -202,6 +207,8 @@ class Inspection:
                 % (min(rate_notes), self.rate))
         if not gpu.available:
             self.limitations.append("GPU: not available (%s)" % gpu.reason)
+        if not resources.result.get("available"):
+            self.limitations.append("resources: not measured (%s)" % resources.result.get("reason"))
 
         unix_peers = fds.unix_peers()
         tcp_peers = sampler.sockets.tcp_peers()
@@ -239,6 +246,7 @@ class Inspection:
             stack_rates=stacks.rates,
             stack_snapshots=stacks.snapshots,
             output_tail=tails,
+            resources=resources.to_dict(),
             **waits
         )
 

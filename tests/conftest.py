@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKLOADS = ROOT / "fixtures" / "workloads"
+FIXTURES = ROOT / "fixtures"
+WORKLOADS = FIXTURES / "workloads"
 CAPTURES = ROOT / "fixtures" / "captures"
 
 

@@ -53,7 +53,7 @@ def test_each_row_has_a_sentence_and_a_known_category():
     for row in registry.MECHANISMS:
         assert row.kind == "undrained-pipe" or callable(row.says), row.kind
         assert row.category in category.CATEGORIES + (None,), row.kind
-        assert row.decides in ("always", "weak-root") and row.rests_on in ("closed", "inferred", "likely", "context")
+        assert row.decides in ("always", "weak-root", "qualifies") and row.rests_on in ("closed", "inferred", "likely", "context")
     assert len(registry.BY_KIND) == len(registry.MECHANISMS), "a mechanism declared twice"
 
 

@@ -227,3 +227,48 @@ def _ppid(pid):
             return int(f.read().rsplit(")", 1)[1].split()[1])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def test_a_loop_retrying_a_write_to_a_full_disk_is_io_with_the_error_on_every_python(launch, target_python, tmp_path):
+    minor, python = target_python
+    log = tmp_path / "train.log"
+    job = launch_with(launch, python, "resource_full_disk_retry.py", log, settle=1.5)
+    report = inspect_json(job.pid, "--children", duration=3)
+    verdict = report["verdict"]
+    assert verdict["category"] == "io", verdict["summary"]
+    assert "No space left on device" in verdict["summary"] and "idle by design" not in verdict["summary"]
+    assert "no failure was seen" not in verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"
+
+
+def test_a_client_retrying_a_refused_connection_is_network_with_the_refusal_on_every_python(launch, target_python):
+    minor, python = target_python
+    job = launch_with(launch, python, "resource_refused_retry.py", settle=1.5)
+    report = inspect_json(job.pid, "--children", duration=3)
+    verdict = report["verdict"]
+    assert verdict["category"] == "network", verdict["summary"]
+    assert "Connection refused" in verdict["summary"]
+
+
+@pytest.mark.parametrize("mode", ["pdb", "input"])
+def test_a_rank_at_a_prompt_under_its_launcher_waits_for_a_person_on_every_python(launch, target_python, mode):
+    minor, python = target_python
+    job = launch_with(launch, python, "prompt_under_launcher.py", mode, settle=1.0)
+    report = inspect_json(job.pid, "--children", duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "io", verdict["summary"]
+    assert verdict["summary"].startswith("Waiting for a person") and "deadlock" not in verdict["summary"].lower()
+    assert verdict["pid"] != job.pid   # the rank at the prompt, not its launcher
+    assert "prompt_under_launcher.py:" in verdict["summary"] and "pid %d" % job.pid in verdict["summary"]
+    if mode == "input":
+        assert "overwrite existing checkpoint dir? [y/N]" in verdict["summary"]
+
+
+def test_a_client_of_a_local_server_whose_handler_deadlocked_is_the_servers_deadlock_on_every_python(
+        launch, target_python):
+    minor, python = target_python
+    job = launch_with(launch, python, "tcp_server_handler_deadlock.py", settle=0.8)
+    report = inspect_json(job.pid, "--children", duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks", verdict["summary"]
+    assert verdict["pid"] != job.pid and "deadlock" in verdict["summary"].lower()

@@ -4,6 +4,7 @@
 # with stalldiag, and keep every JSON report under $OUT for fixtures/captures/.
 #   bash tools/gpu_proof.sh [case ...]
 #   cases: ddp_stopped allgather_frozen straggler straggler_uneven launch launch_autograd output_h2d
+#          gpu_neighbour memory_held silent cgroup_v2 (issue 26: neighbours, limits, PCIe)
 #          (older: matmul spin starved compile jax nccl)
 # $OUT gets only <case>.json and summary.txt (the device tool brings back 8 files at most);
 # workload logs and text reports stay in $LOGS.
@@ -87,6 +88,29 @@ PY
   [ -n "$FREEZER" ] && rmdir "$FREEZER" 2>/dev/null; FREEZER=""
 }
 
+neighbour() {  # script: start a process outside the inspected job (its own session), wait for READY
+  local log=$LOGS/neighbour-$1.log
+  (cd fixtures/workloads && exec setsid python3 -u "$1") > "$log" 2>&1 &
+  for _ in $(seq 1 120); do grep -q '^READY' "$log" && break; sleep 0.5; done
+  NEIGHBOUR=$(awk '/^READY/{print $2; exit}' "$log"); echo "neighbour $1: pid $NEIGHBOUR"
+}
+
+cgroup_v2_files() {  # a cgroup v2 with limits, its files saved for the readers' tests (one tar)
+  [ -f /sys/fs/cgroup/cgroup.controllers ] || { echo "not a cgroup v2 host"; return; }
+  local cg=/sys/fs/cgroup/stalldiag.slice dev; dev=$(awk '$2==0 && $1!~/^(7|11)$/ {print $1":"$2; exit}' /proc/partitions)
+  mkdir -p $cg && echo "+cpu +cpuset +memory +io" > /sys/fs/cgroup/cgroup.subtree_control
+  echo 268435456 > $cg/memory.max; mkdir -p $cg/job; echo "+cpu +cpuset +memory +io" > $cg/cgroup.subtree_control
+  echo "50000 100000" > $cg/job/cpu.max; echo 0 > $cg/job/cpuset.cpus; echo "$dev rbps=4000000" > $cg/job/io.max
+  sleep 300 & local sleeper=$!; echo $sleeper > $cg/job/cgroup.procs
+  local dir=/tmp/cgroup_v2; mkdir -p $dir/sys_fs_cgroup/stalldiag.slice/job
+  cp /proc/$sleeper/cgroup $dir/proc_cgroup; grep cgroup /proc/self/mountinfo > $dir/mountinfo
+  for f in memory.max memory.current memory.stat cpu.max; do cp $cg/$f $dir/sys_fs_cgroup/stalldiag.slice/ 2>/dev/null; done
+  for f in memory.max memory.current memory.stat cpu.max cpu.stat cpuset.cpus.effective io.max; do
+    cp $cg/job/$f $dir/sys_fs_cgroup/stalldiag.slice/job/ 2>/dev/null; done
+  uname -r > $dir/kernel; tar -C /tmp -czf "$OUT/cgroup_v2.tgz" cgroup_v2; echo "saved v2 files of $cg/job"
+  kill $sleeper; sleep 0.2; rmdir $cg/job $cg 2>/dev/null
+}
+
 torchrun() { echo python3 -m torch.distributed.run --nproc_per_node=2 --master_port="$1"; }
 cases=${*:-ddp_stopped allgather_frozen straggler straggler_uneven launch launch_autograd}
 for c in $cases; do
@@ -97,6 +121,12 @@ for c in $cases; do
     straggler_uneven) run_case gpu_straggler_uneven_batches 2 none $(torchrun 29564) gpu_straggler_uneven_batches.py ;;
     launch)           run_case gpu_launch_bound 1 none python3 -u gpu_launch_bound.py ;;
     launch_autograd)  run_case gpu_launch_bound_autograd 1 none python3 -u gpu_launch_bound_autograd.py ;;
+    gpu_neighbour)    neighbour gpu_matmul_neighbour.py; run_case gpu_shared_with_neighbour 1 none python3 -u gpu_matmul_steps.py
+                      kill -9 "$NEIGHBOUR" 2>/dev/null ;;
+    memory_held)      neighbour gpu_memory_holder.py; run_case gpu_memory_held_outside 1 none python3 -u gpu_memory_wait_retry.py
+                      kill -9 "$NEIGHBOUR" 2>/dev/null ;;
+    silent)           run_case gpu_healthy_silent 1 none python3 -u gpu_matmul_steps.py --silent ;;
+    cgroup_v2)        cgroup_v2_files ;;
     output_h2d)       run_case gpu_output_advances_h2d 1 none python3 -u gpu_output_advances_h2d.py ;;
     matmul)  run_case gpu_matmul 1 none python3 -u gpu_matmul.py ;;
     spin)    run_case gpu_spin_kernel 1 none python3 -u gpu_spin_kernel.py ;;

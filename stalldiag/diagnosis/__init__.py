@@ -15,12 +15,13 @@ verdict.py writes the summary; evidence.py adds the numbers around it.
 """
 from .evidence import barrier_incomplete, event_loop_blocked, event_loop_waiting, unseen_wakers, framework_evidence, general_findings, gpu_evidence, process_evidence
 from .explain import describe_thread, detail_text, frame_text, process_text  # noqa: F401
-from .registry import as_dict
+from .registry import as_dict, qualifiers_of
 from .graph import WaitGraph
 from .verdict import CATEGORIES, choose_category, halted_phrase, summary_of, undrained_pipe  # noqa: F401
 from .types import Finding
 from .confidence import assess as assess_confidence
 from .polls import detect as poll_findings
+from .resources import detect as resource_findings
 from .walk import walk, workers_of
 
 # The public API: diagnose(), and the facts and words a report and its renderers may read of a
@@ -55,6 +56,7 @@ def diagnose(capture):
     barrier_incomplete(d, culprit)
     unseen_wakers(d, [culprit] if culprit is d.chain[0] else [d.chain[0], culprit])
     d.findings.extend(as_dict(item, d) for item in poll_findings(d, culprit))
+    d.findings.extend(as_dict(item, d) for item in resource_findings(d, culprit))
     retry = d.retry(culprit) if (culprit.pid, culprit.tid) not in d.file_waits else None
     if retry:
         d.findings.append(dict(as_dict(Finding.about("retry-loop", culprit, retrier=culprit, **retry), d),
@@ -71,7 +73,8 @@ def diagnose(capture):
     category_gpu = gpu_evidence(d, focus, culprit, category, evidence)
     verdict = {
         "category": category,
-        "summary": summary_of(d, category, focus, culprit, through) + category_gpu,
+        "summary": "; ".join([summary_of(d, category, focus, culprit, through) + category_gpu] + [
+            q for q in qualifiers_of(d.findings, category) if q not in category_gpu]),
         "pid": culprit.pid,
         "tid": culprit.tid,
         "thread_name": culprit.name,

@@ -7,7 +7,9 @@ A row says, for one mechanism:
   found_by        the detector: the function that finds it (a pure function of the graph)
   category        the category it decides when found, or None (the wait-for chain decides)
   decides         "always": it decides wherever the chain ends; "weak-root": only over a root
-                  that explains nothing better itself (sleeping, polling, computing, retrying)
+                  that explains nothing better itself (sleeping, polling, computing, retrying);
+                  "qualifies": it decides nothing, and when the verdict's category is its
+                  category its sentence joins the summary (a binding limit, a neighbour)
   blocks_progress the job cannot move while it holds (it cannot resolve by itself)
   leads_summary   its sentence is the verdict's summary when it is the deciding mechanism
   rests_on        what a verdict's confidence may rest on: "closed" (a closed chain or a
@@ -26,6 +28,7 @@ from typing import Callable, Optional
 
 from . import formatter as say
 from . import polls
+from . import resources
 from .types import Finding
 
 
@@ -64,6 +67,9 @@ _DECIDING = (
        leads_summary=True, rests_on="closed"),
     # a file lock is held whatever its holder does (a holder that sleeps in a loop catching an
     # exception is not the job's retry loop): before retry-loop
+    # a GPU's memory held outside the job, by a job that fails to get it: its retries are explained
+    _m("gpu-memory-held", resources.gpu_memory_held_text, "resources.gpu_memory", category="cuda",
+       decides="weak-root", blocks_progress=True, leads_summary=True, rests_on="closed"),
     _m("file-lock", say.file_lock, "edges.file_lock_holder", category="locks", decides="weak-root",
        leads_summary=True, rests_on="closed"),
     # a poll loop beside a child that exited with a failure: the likely waker is dead (the loop's
@@ -88,6 +94,21 @@ _DECIDING = (
        rests_on="inferred"),
     _m("likely-deadlock", say.likely_deadlock, "edges.waited_thread", rests_on="inferred",
        report_kind="deadlock"),
+)
+
+# Limits and neighbours: the why of a verdict of their category (resources.py), in the order the
+# summary names them.
+_QUALIFYING = (
+    _m("cpu-limit", resources.cpu_limit_text, "resources.cpu_limit", category="cpu", decides="qualifies"),
+    _m("cpu-neighbour", resources.cpu_neighbour_text, "resources.cpu_contention", category="cpu", decides="qualifies"),
+    _m("cpu-oversubscribed", resources.cpu_oversubscribed_text, "resources.cpu_contention", category="cpu",
+       decides="qualifies"),
+    _m("io-throttled", resources.io_throttled_text, "resources.io", category="io", decides="qualifies"),
+    _m("memory-limit", resources.memory_limit_text, "resources.memory", category="io", decides="qualifies"),
+    _m("disk-neighbour", resources.disk_neighbour_text, "resources.io", category="io", decides="qualifies"),
+    _m("gpu-neighbour", resources.gpu_neighbour_text, "resources.gpu_neighbour", category="cuda",
+       decides="qualifies"),
+    _m("pcie-bound", resources.pcie_bound_text, "resources.pcie", category="cuda", decides="qualifies"),
 )
 
 # Findings that explain a verdict without deciding it: the evidence a reader asks for.
@@ -120,7 +141,7 @@ _CONTEXT = (
     _m("d-state", say.d_state, "evidence.general_findings"),
 )
 
-MECHANISMS = _DECIDING + _CONTEXT
+MECHANISMS = _DECIDING + _QUALIFYING + _CONTEXT
 BY_KIND = {m.kind: m for m in MECHANISMS}
 PRECEDENCE = tuple(m.kind for m in _DECIDING)
 REPORT_KIND = {m.kind: m.report_kind for m in MECHANISMS if m.report_kind}
@@ -130,6 +151,14 @@ CATEGORY_OF = tuple((m.kind, m.category) for m in _DECIDING if m.category and m.
 WEAK_ROOT_CATEGORY_OF = tuple((m.kind, m.category) for m in _DECIDING if m.category and m.decides == "weak-root")
 BLOCKS_PROGRESS = tuple(m.kind for m in MECHANISMS if m.blocks_progress)
 LEADS_SUMMARY = tuple(m.kind for m in _DECIDING if m.leads_summary)
+QUALIFIERS = tuple((m.kind, m.category) for m in _QUALIFYING)
+
+
+def qualifiers_of(findings, category, most=2):
+    """The sentences of the limits and neighbours found for a verdict of `category`, in the
+    registry's order."""
+    found = {f["kind"]: f["summary"] for f in findings}
+    return [found[kind] for kind, of in QUALIFIERS if of == category and kind in found][:most]
 
 
 def report_kind(kind):

@@ -25,8 +25,13 @@ def retrying(capture, view):
     # a while loop polling a call that says what it waits for (connect_ex, os.path.exists)
     polls = bool(loop) and bool(table.POLL_LOOP.match(loop.get("code") or "")) \
         and table.category_of_text(loop.get("code")) is not None
-    if not (library or handlers or polls or (loop and failures)):
+    # an error its output names by resource (No space left on device, Connection refused, CUDA
+    # out of memory, an HTTP 5xx) shows the call its loop retries, with or without an except
+    named = any(pattern.search(line) for line in lines for pattern in table.ERROR_WORDS_OF.values())
+    if not (library or handlers or polls or (loop and (failures or named))):
         return None
+    if named:   # the line that names the error is the one to quote (it is said last)
+        lines = sorted(lines, key=lambda line: any(p.search(line) for p in table.ERROR_WORDS_OF.values()))
     # failing: something shows the call fails (counted failures, error lines, a helper that
     # retries only on failure, a loop polling a call); an except clause alone shows it could
     return {"where": frame, "loop": loop or None, "handlers": handlers, "library": library,

@@ -155,7 +155,7 @@ def _on_cpu(view, kernel, duration, numbers, gpu_devices, gpus):
     # (A thread that only wakes to go back to sleep was taken out by _woken_loop before this.)
     if duration and wait >= THROTTLED_SHARE * duration and wait >= CONTENDED * run:
         return ThreadState("throttled", "runnable but waiting for a CPU: %.2f s on CPU and %.2f s waiting for one "
-                           "in %.1f s (the CPUs are oversubscribed)" % (run, wait, duration), numbers, progressing=True)
+                           "in %.1f s (more runnable threads than CPUs it may use)" % (run, wait, duration), numbers, progressing=True)
     spin = _spin_target(view, duration, gpu_devices, gpus)
     if spin:
         return ThreadState("spinning", spin, numbers)

@@ -40,6 +40,14 @@ ERRNO_CATEGORY = {"EEXIST": "locks", "EAGAIN": None, "EWOULDBLOCK": None}
 # error words in an except clause, the lines it tries, a loop's condition or a log line -> category
 # (first match wins; OSError says nothing: sockets, files and pipes all raise it)
 ERROR_WORDS = [
+    # a failure that names its resource first: a full disk, GPU memory, a server's 5xx
+    (re.compile(r"CUDA out of memory|OutOfMemoryError|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED|"
+                r"out of memory on device|CUDA error: out of memory", re.I), "cuda"),
+    (re.compile(r"No space left on device|ENOSPC|Errno 28\b|Disk quota exceeded|EDQUOT|Read-only file system|EROFS",
+                re.I), "io"),
+    (re.compile(r"Connection refused|ECONNREFUSED|Errno 111\b|(HTTP|status|code)\W{0,3}5\d\d\b|\b5\d\d (Internal|Server|"
+                r"Service|Bad Gateway|Gateway)|Service Unavailable|Bad Gateway|Gateway Time-?out|Internal Server Error",
+                re.I), "network"),
     (re.compile(r"FileExists|EEXIST|\.lock\b|lock ?file|locked|database is locked|sqlite3?\.OperationalError|"
                 r"Timeout\(?\s*$|BlockingIOError|EWOULDBLOCK", re.I), "locks"),
     (re.compile(r"connect|connection|refused|socket|https?|urlopen|requests\.|urllib|timed? ?out|unreachable|"
@@ -51,7 +59,17 @@ ERROR_WORDS = [
 
 # a log line that reports a failure or a retry
 ERROR_LINE = re.compile(r"error|exception|traceback|refused|denied|timed? ?out|fail|retry|retrying|"
-                        r"unavailable|locked|cannot|could not|unable", re.I)
+                        r"unavailable|locked|cannot|could not|unable|out of memory|no space left|"
+                        r"quota exceeded|bad gateway|internal server", re.I)
+
+
+def _words_of(category):
+    """One pattern of every error word of a category (a failure that names its resource)."""
+    return re.compile("|".join("(?:%s)" % pattern.pattern for pattern, found in ERROR_WORDS[:3] if found == category),
+                      re.I)
+
+
+ERROR_WORDS_OF = {category: _words_of(category) for category in ("cuda", "io", "network")}
 
 
 def retry_library(stack):

@@ -26,6 +26,7 @@ GPM_METRICS = {
     "graphics_util": 1,    # NVML_GPM_METRIC_GRAPHICS_UTIL: % time any engine active
 }
 
+PCIE_EVERY = 2     # PCIe throughput on every second sample (each read waits 20 ms)
 XID_EVENT = 0x8  # nvmlEventTypeXidCriticalError
 # Where a loaded NVIDIA driver shows (a container gets them from the NVIDIA runtime; WSL2
 # has /dev/dxg): with none of them NVML cannot work, and is not loaded.
@@ -62,6 +63,8 @@ class GpuProbe:
         self.processes = {}    # host pid -> {"devices": {index: used bytes}}
         self.process_util = {}  # host pid -> [[t, device, sm %, mem %], ...]
         self.xid_events = []
+        self.pcie = []         # [t, device, host->device KB/s, device->host KB/s]
+        self._samples_taken = 0
         self.notes = []
         self._handles = []
         self._gpm_prev = {}
@@ -193,9 +196,20 @@ class GpuProbe:
                 entry = self.processes.setdefault(proc.pid, {"devices": {}})
                 entry["devices"][str(index)] = proc.usedGpuMemory
             self._sample_process_util(nvml, index, handle, t)
+            if self._samples_taken % PCIE_EVERY == 0:
+                self._sample_pcie(nvml, index, handle, t)
             if index in self._gpm_prev:
                 self._sample_gpm(nvml, index, handle, t)
         self._poll_xid(nvml, t)
+        self._samples_taken += 1
+
+    def _sample_pcie(self, nvml, index, handle, t):
+        """PCIe throughput over the driver's last 20 ms (each call waits that long: read every
+        PCIE_EVERY samples).  RX is what the device receives: host-to-device copies."""
+        rx = _try(nvml.nvmlDeviceGetPcieThroughput, handle, getattr(nvml, "NVML_PCIE_UTIL_RX_BYTES", 1))
+        tx = _try(nvml.nvmlDeviceGetPcieThroughput, handle, getattr(nvml, "NVML_PCIE_UTIL_TX_BYTES", 0))
+        if rx is not None or tx is not None:
+            self.pcie.append([t, index, rx, tx])
 
     @staticmethod
     def _running_processes(nvml, handle):
@@ -274,6 +288,8 @@ class GpuProbe:
             "processes": {str(pid): info for pid, info in self.processes.items()},
             "process_util": {str(pid): s for pid, s in self.process_util.items()},
             "xid_events": self.xid_events,
+            # [t, device, host-to-device KB/s, device-to-host KB/s]
+            "pcie": self.pcie,
             "notes": self.notes,
         }
 

@@ -1,0 +1,327 @@
+"""Detectors of a binding limit or a neighbour: the resource the verdict's thread waits for, who
+limits it and who else uses it (probes/resources.py and the GPU probe's process list).
+
+  cpu-limit          runnable but waiting for a CPU, while CPUs it may not use (affinity, cpuset)
+                     sit idle
+  cpu-neighbour      runnable but waiting for a CPU that other processes, outside the job, use
+  cpu-oversubscribed runnable but waiting for a CPU: the job's own busy threads outnumber the
+                     CPUs it may use
+  io-throttled       storage waits, under a cgroup block-I/O throttle
+  disk-neighbour     storage waits, while another process outside the job moves more on the disks
+  memory-limit       storage waits (reads, page faults) under a cgroup memory limit it has reached:
+                     its data cannot stay in the page cache
+  gpu-neighbour      a GPU of the job has other processes, outside the job, computing on it
+  gpu-memory-held    the job cannot get GPU memory (its output says so, or the GPU is full) and a
+                     process outside the job holds most of it
+  pcie-bound         a thread waits for the GPU in a host-to-device copy with no pinned memory
+
+Each returns a Finding or None; the registry's rows say what they decide (most qualify the
+verdict of their category: their sentence joins its summary).
+"""
+from ..knowledge import retries as retry_table
+from .explain import pct
+from .types import Finding
+
+GIB = float(1 << 30)
+NEIGHBOUR_CPU = 0.1     # a process outside the job using this share of a CPU is a neighbour
+NEIGHBOURS_CPU = 0.25   # neighbours using this share of each CPU the job may use are named
+IDLE_CPU = 0.5          # a CPU busy less than this share of the window sat (mostly) idle
+DISK_NEIGHBOUR_BPS = 5e6
+MEMORY_FULL = 0.9       # usage at this share of the limit: the page cache is squeezed
+GPU_NEIGHBOUR_SM = 10.0  # a process's mean SM share that counts as computing on the GPU
+GPU_FULL = 0.9
+HOLDER_SHARE = 0.5      # an outside process holding this share of a GPU's memory
+
+
+def _resources(g):
+    found = g.capture.get("resources") or {}
+    return found if found.get("available") else None
+
+
+def job_pids(g):
+    return [pid for pid, proc in g.procs.items() if not proc.outside_tree]
+
+
+def _outside_text(g, info, pid):
+    info = info or {}
+    command = info.get("cmdline") or info.get("comm") or "?"
+    zombie = ", a zombie" if info.get("state") == "Z" else ""
+    gone = "" if info else ", not visible from here (another PID namespace, or exited)"
+    return "pid %d (not part of this job%s%s, `%s`)" % (pid, zombie, gone, command[:80])
+
+
+def allowed_cpus(res, pid):
+    """The CPUs a process may run on: its affinity within its cgroup's cpuset; None if unknown."""
+    info = (res.get("processes") or {}).get(str(pid)) or {}
+    cpus = set(info.get("affinity") or [])
+    cpuset = set((info.get("cgroup") or {}).get("cpus") or [])
+    if cpus and cpuset:
+        cpus &= cpuset
+    cpus = cpus or cpuset
+    return sorted(cpus) if cpus else None
+
+
+def _waits_for_cpu(view):
+    return view.state is not None and view.state.condition == "throttled" and "throttled_s" not in view.state.numbers
+
+
+def _cpu_limit_how(res, pid, allowed):
+    info = (res.get("processes") or {}).get(str(pid)) or {}
+    cpuset = (info.get("cgroup") or {}).get("cpus")
+    if cpuset and len(cpuset) == len(allowed) and len(cpuset) < res["host"]["cpus"]:
+        return "its cgroup's cpuset %s" % _cpus_text(cpuset)
+    return "its CPU affinity %s" % _cpus_text(allowed)
+
+
+def _cpus_text(cpus):
+    return "{%s}" % ",".join(map(str, cpus))
+
+
+def _cpu_context(g, view):
+    res = _resources(g)
+    if res is None or not _waits_for_cpu(view):
+        return None
+    host_cpus = res["host"]["cpus"]
+    return res, host_cpus, allowed_cpus(res, view.pid) or list(range(host_cpus))
+
+
+def cpu_limit(g, view):
+    """cpu-limit: a thread runnable but waiting for a CPU in a process that may use fewer CPUs than
+    the host has (its affinity, its cgroup's cpuset)."""
+    found = _cpu_context(g, view)
+    if found is None or len(found[2]) >= found[1]:
+        return None
+    res, host_cpus, allowed = found
+    busy = {int(cpu): share for cpu, share in (res["host"].get("cpu_busy") or {}).items()}
+    others = {cpu: busy.get(cpu) for cpu in range(host_cpus) if cpu not in allowed}
+    return Finding.about("cpu-limit", view, waiter=view, allowed=allowed, host_cpus=host_cpus,
+                         how=_cpu_limit_how(res, view.pid, allowed), others=others)
+
+
+def cpu_contention(g, view):
+    """cpu-neighbour, or cpu-oversubscribed: who else wants the CPUs a runnable thread waits for."""
+    found = _cpu_context(g, view)
+    if found is None:
+        return None
+    res, host_cpus, allowed = found
+    neighbours = [n for n in res.get("neighbours") or [] if n["cpu_share"] >= NEIGHBOUR_CPU
+                  and set(n.get("affinity") or range(host_cpus)) & set(allowed)]
+    if sum(n["cpu_share"] for n in neighbours) >= NEIGHBOURS_CPU * len(allowed):
+        return Finding.about("cpu-neighbour", view, waiter=view, allowed=allowed, host_cpus=host_cpus,
+                             neighbours=neighbours[:3])
+    runnable = [v for v in g.views if v.pid in g.procs and not g.procs[v.pid].outside_tree
+                and v.state is not None and v.state.condition in ("throttled", "computing", "spinning")]
+    if len(runnable) <= len(allowed):
+        return None   # (who else ran there is not known: a neighbour too small to name, or unread)
+    return Finding.about("cpu-oversubscribed", view, waiter=view, allowed=allowed, host_cpus=host_cpus,
+                         threads=len(runnable))
+
+
+def _storage_wait(view):
+    return view.kind == "io" or (view.state is not None and view.state.condition == "storage")
+
+
+def io(g, view):
+    """io-throttled or disk-neighbour, for a thread in storage waits."""
+    res = _resources(g)
+    if res is None or not _storage_wait(view):
+        return None
+    limits = ((res.get("processes") or {}).get(str(view.pid)) or {}).get("cgroup") or {}
+    if limits.get("io"):
+        device, rule = sorted(limits["io"].items())[0]
+        return Finding.about("io-throttled", view, waiter=view, device=device, rule=rule,
+                             disk=_disk_of(res, device), version=limits.get("version"))
+    job = set(job_pids(g))
+    job_bps = sum((g.procs[pid].io.get("read_bytes", 0) + g.procs[pid].io.get("write_bytes", 0)) for pid in job) \
+        / max(g.window.duration_s or 1, 1e-3)
+    heavy = [n for n in res.get("neighbours") or [] if n["read_Bps"] + n["write_Bps"] >= max(DISK_NEIGHBOUR_BPS, job_bps)]
+    if heavy:
+        return Finding.about("disk-neighbour", view, waiter=view, neighbours=heavy[:2], job_bps=job_bps)
+    return None
+
+
+def _disk_of(res, device):
+    return next((name for name, row in (res["host"].get("disks") or {}).items() if row["device"] == device), None)
+
+
+def memory(g, view):
+    """memory-limit: storage waits (reads or page faults) under a cgroup memory limit it fills."""
+    res = _resources(g)
+    if res is None or not _storage_wait(view):
+        return None
+    limits = ((res.get("processes") or {}).get(str(view.pid)) or {}).get("cgroup") or {}
+    mem = limits.get("memory") or {}
+    if not mem.get("limit") or not mem.get("usage") or mem["usage"] < MEMORY_FULL * mem["limit"]:
+        return None
+    available = (res["host"].get("memory") or {}).get("available")
+    return Finding.about("memory-limit", view, waiter=view, limit=mem["limit"], usage=mem["usage"],
+                         cache=mem.get("file"), where=mem.get("limit_path") or limits.get("path"),
+                         host_available=available)
+
+
+def _gpu_processes(g):
+    return (g.capture.get("gpu") or {}).get("processes") or {}
+
+
+def _sm_share(g, pid, index):
+    rows = [r[2] for r in ((g.capture.get("gpu") or {}).get("process_util") or {}).get(str(pid)) or []
+            if r[1] == index and r[2] is not None]
+    return sum(rows) / len(rows) if rows else None
+
+
+def _outsiders_on(g, index):
+    """[(pid, memory bytes, mean SM %)] of processes on GPU `index` outside the job."""
+    job = set(job_pids(g))
+    found = []
+    for pid, info in _gpu_processes(g).items():
+        if int(pid) in job or str(index) not in (info.get("devices") or {}):
+            continue
+        found.append((int(pid), info["devices"][str(index)] or 0, _sm_share(g, pid, index)))
+    return sorted(found, key=lambda r: (-(r[2] or 0), -r[1]))
+
+
+def _job_gpus(g):
+    from .gpu import devices_of
+    found = []
+    for pid in job_pids(g):
+        for index in devices_of(g.capture, pid):
+            if index not in found:
+                found.append(index)
+    return sorted(found)
+
+
+def _others(g):
+    return (_resources(g) or {}).get("others") or {}
+
+
+OOM_WORDS = retry_table.ERROR_WORDS_OF["cuda"]
+
+
+def gpu_memory(g, view):
+    """gpu-memory-held: the job cannot get GPU memory (its output says "out of memory", or the GPU
+    it uses is full) and a process outside the job holds most of that memory."""
+    from .retry import error_lines
+    gpus = (g.capture.get("gpu") or {}).get("devices") or []
+    lines = [line for pid in job_pids(g) for line in error_lines(g.capture, pid) if OOM_WORDS.search(line)]
+    for info in gpus:
+        index, total = info.get("index"), info.get("memory_total") or 0
+        dev = g.gpus.get(index)
+        outsiders = _outsiders_on(g, index)
+        held = sum(r[1] for r in outsiders)
+        full = dev is not None and dev.memory_used and total and dev.memory_used >= GPU_FULL * total
+        if not total or held < HOLDER_SHARE * total or not (lines or full):
+            continue
+        holder = max(outsiders, key=lambda r: r[1])
+        return Finding.about("gpu-memory-held", view, waiter=view, index=index, total=total, holder=holder,
+                             holder_info=_others(g).get(str(holder[0])), held=held, lines=lines[-1:])
+    return None
+
+
+def gpu_neighbour(g, view):
+    """gpu-neighbour: a GPU the job uses has another process, outside the job, computing on it."""
+    for index in _job_gpus(g):
+        busy = [r for r in _outsiders_on(g, index) if (r[2] or 0) >= GPU_NEIGHBOUR_SM]
+        if busy:
+            return Finding.about("gpu-neighbour", view, index=index, neighbours=busy[:2],
+                                 infos={str(r[0]): _others(g).get(str(r[0])) for r in busy[:2]})
+    return None
+
+
+COPY_FUNCTIONS = ("to", "cuda", "copy_", "_to_copy", "tensor", "as_tensor", "from_numpy")
+
+
+def pcie(g, view):
+    """pcie-bound: a thread that waits for the GPU inside a host-to-device copy, in a job with no
+    pinned-memory thread and no pin_memory() call in its stacks."""
+    if view.kind != "cuda" or not view.top_stack:
+        return None
+    user = view.user_frame()
+    line = ((user[3] or {}).get("code") if user and len(user) > 3 and isinstance(user[3], dict) else "") or ""
+    if not any(".%s(" % name in line for name in ("to", "cuda", "copy_")):
+        return None
+    pinned = any("pin_memory" in (frame[0] or "") for v in g.views for frames, _n in v.stacks_by_count()[:3]
+                 for frame in frames)
+    from .gpu import devices_of
+    rows = [r for r in (g.capture.get("gpu") or {}).get("pcie") or [] if r[1] in devices_of(g.capture, view.pid)
+            and r[2] is not None]
+    rx = sum(r[2] for r in rows) / len(rows) * 1024 if rows else None
+    return Finding.about("pcie-bound", view, waiter=view, pinned=pinned, rx_Bps=rx, line=line.strip())
+
+
+DETECTORS = (cpu_limit, cpu_contention, io, memory, gpu_memory, gpu_neighbour, pcie)
+
+
+def detect(g, view):
+    """Every finding these detectors make of the verdict's thread."""
+    return [found for found in (detector(g, view) for detector in DETECTORS) if found is not None]
+
+
+# -- what each finding says (the registry's `says`) -------------------------------------------
+
+def cpu_limit_text(g, waiter, allowed, host_cpus, how, others):
+    idle = [cpu for cpu, share in sorted(others.items()) if share is not None and share < IDLE_CPU]
+    text = "its processes may use %d of the host's %d CPUs (%s)" % (len(allowed), host_cpus, how)
+    if idle:
+        text += ", while CPU %s sat idle (%s busy)" % (",".join(map(str, idle)),
+                                                       ", ".join(pct(others[c]) for c in idle))
+    return text
+
+
+def cpu_neighbour_text(g, waiter, allowed, host_cpus, neighbours):
+    return "the CPUs it may use (%s of %d) are shared with %s" % (
+        _cpus_text(allowed), host_cpus, "; ".join("%s, %.0f%% of a CPU" % (
+            _outside_text(g, n, n["pid"]), 100 * n["cpu_share"]) for n in neighbours))
+
+
+def cpu_oversubscribed_text(g, waiter, allowed, host_cpus, threads):
+    return "the job's own %d busy threads share the %d CPU%s it may use (of %d on the host)" % (
+        threads, len(allowed), "" if len(allowed) == 1 else "s", host_cpus)
+
+
+def io_throttled_text(g, waiter, device, rule, disk, version):
+    limits = ", ".join("%s %s" % (key, _rate(value) if key.endswith("bps") else value) for key, value in sorted(rule.items()))
+    return "its cgroup throttles disk %s (%s) to %s (%s)" % (
+        disk or device, device, limits, "blkio.throttle" if version == 1 else "io.max")
+
+
+def disk_neighbour_text(g, waiter, neighbours, job_bps):
+    return "the disks are shared with %s (the job moves %s)" % ("; ".join("%s, %s read and %s written" % (
+        _outside_text(g, n, n["pid"]), _rate(n["read_Bps"]), _rate(n["write_Bps"])) for n in neighbours),
+        _rate(job_bps))
+
+
+def memory_limit_text(g, waiter, limit, usage, cache, where, host_available):
+    text = "its cgroup's memory limit of %s (%s) is full (%s used, %s of it page cache): its data cannot stay " \
+           "cached and is read from disk again" % (_size(limit), where or "?", _size(usage), _size(cache or 0))
+    if host_available:
+        text += ", though the host has %s available" % _size(host_available)
+    return text
+
+
+def gpu_memory_held_text(g, waiter, index, total, holder, holder_info, held, lines):
+    text = "cannot get GPU memory: %s holds %s of GPU %d's %s" % (
+        _outside_text(g, holder_info, holder[0]), _size(holder[1]), index, _size(total))
+    if lines:
+        text += "; the job's output says: %s" % lines[-1].strip()[:160]
+    return text
+
+
+def gpu_neighbour_text(g, index, neighbours, infos):
+    return "GPU %d is shared with %s" % (index, "; ".join("%s, %.0f%% of SM, %s" % (
+        _outside_text(g, infos.get(str(pid)), pid), sm or 0, _size(mem)) for pid, mem, sm in neighbours))
+
+
+def pcie_bound_text(g, waiter, pinned, rx_Bps, line):
+    notes = [] if pinned else ["no pin_memory in the job's stacks"]
+    if rx_Bps is not None:
+        notes.append("PCIe %s host-to-device" % _rate(rx_Bps))
+    return "bound by host-to-device copies of %s memory%s at `%s`" % (
+        "pinned" if pinned else "pageable", " (%s)" % "; ".join(notes) if notes else "", line[:80])
+
+
+def _size(n):
+    return "%.1f GiB" % (n / GIB) if n >= GIB / 2 else "%.0f MiB" % (n / float(1 << 20))
+
+
+def _rate(bps):
+    return "%.1f GB/s" % (bps / 1e9) if bps >= 1e9 else "%.1f MB/s" % (bps / 1e6)

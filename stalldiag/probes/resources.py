@@ -1,0 +1,412 @@
+"""The job's resources, host-wide, read at the window's start and at its end (never per tick).
+
+For each resource the job uses, three questions:
+  may use    the limits on each of its processes: CPU affinity, the cgroup's cpuset and CPU
+             quota, its memory limit, its block-I/O throttles (cgroup v1 and v2)
+  uses       the kernel's own accounting over the window: the cgroup's memory usage, page cache
+             and major faults; per-CPU busy time; per-disk throughput and busy time
+  neighbours every other process on the host that used a CPU or a disk in the window, with its
+             command, and the processes the GPU probe saw on the job's GPUs
+
+Everything is a file the kernel already keeps: ~2 reads of /proc/*/stat and /proc/*/io per
+window (about 10 ms per 500 processes, measured in docs/benchmarks.md), and a few cgroup files
+per cgroup.  The readers take a root so the tests run them on saved files of a cgroup v2 host.
+"""
+import os
+import time
+
+from .. import redact
+
+NEIGHBOURS = 8            # most CPU-hungry and most I/O-heavy other processes kept, each
+NEIGHBOUR_CPU_SHARE = 0.05
+NEIGHBOUR_IO_BPS = 1 << 20
+CGROUP_V1 = ("cpu", "cpuset", "memory", "blkio")
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _int(text):
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _key_values(text):
+    values = {}
+    for line in (text or "").splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            values[parts[0]] = _int(parts[1]) if _int(parts[1]) is not None else parts[1]
+    return values
+
+
+def cpu_list(text):
+    """[0, 1, 2, 5] from a kernel CPU list "0-2,5"; None for an empty or unreadable list."""
+    cpus = []
+    for part in (text or "").strip().split(","):
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        if _int(low) is None or (high and _int(high) is None):
+            return None
+        cpus.extend(range(int(low), int(high or low) + 1))
+    return cpus or None
+
+
+# --- cgroups --------------------------------------------------------------------------------
+
+def cgroup_mounts(mountinfo):
+    """{"v2": (point, root), "cpuset": (point, root), "memory": ..., "blkio": ..., "cpu": ...}."""
+    mounts = {}
+    for line in (mountinfo or "").splitlines():
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if not sep or len(fields) < 5 or len(tail) < 3:
+            continue
+        root, point, fstype = fields[3], fields[4], tail[0]
+        if fstype == "cgroup2":
+            mounts.setdefault("v2", (point, root))
+        elif fstype == "cgroup":
+            for option in tail[2].split(","):
+                if option in CGROUP_V1:
+                    mounts.setdefault(option, (point, root))
+    return mounts
+
+
+def process_cgroups(text):
+    """{controller: path} of /proc/PID/cgroup; the v2 hierarchy under "" ."""
+    paths = {}
+    for line in (text or "").splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if parts[0] == "0" and parts[1] == "":
+            paths[""] = parts[2]
+        for controller in parts[1].split(","):
+            if controller:
+                paths[controller] = parts[2]
+    return paths
+
+
+def _directory(mount, path):
+    point, root = mount
+    if root != "/" and (path == root or path.startswith(root + "/")):
+        path = path[len(root):]
+    return point + (path if path != "/" else "")
+
+
+def _up(directory, point):
+    """directory and its ancestors up to the mount point: a limit set on any of them applies."""
+    while True:
+        yield directory
+        if directory == point or len(directory) <= len(point):
+            return
+        directory = os.path.dirname(directory)
+
+
+def _nearest(directory, point, reader):
+    """(the tightest limit along the path, the directory that sets it) for a reader that
+    returns a number (smaller is tighter) or None where nothing is set."""
+    best = (None, None)
+    for candidate in _up(directory, point):
+        value = reader(candidate)
+        if value is not None and (best[0] is None or value < best[0]):
+            best = (value, candidate)
+    return best
+
+
+NO_MEMORY_LIMIT = 1 << 60   # v1 writes 9223372036854771712 for "no limit"
+
+
+def _memory_limit_v1(directory):
+    value = _int((_read(directory + "/memory.limit_in_bytes") or "").strip())
+    return value if value is not None and value < NO_MEMORY_LIMIT else None
+
+
+def _memory_limit_v2(directory):
+    return _int((_read(directory + "/memory.max") or "").strip())   # "max" -> None
+
+
+def _cpu_quota_v1(directory):
+    quota = _int((_read(directory + "/cpu.cfs_quota_us") or "").strip())
+    period = _int((_read(directory + "/cpu.cfs_period_us") or "").strip())
+    return round(quota / period, 3) if quota and quota > 0 and period else None
+
+
+def _cpu_quota_v2(directory):
+    limit = (_read(directory + "/cpu.max") or "").split()
+    quota, period = (_int(limit[0]), _int(limit[1])) if len(limit) == 2 else (None, None)
+    return round(quota / period, 3) if quota and period else None
+
+
+def _throttles(text, v2):
+    """{"MAJ:MIN": {"rbps": n, ...}} of blkio.throttle.*_device (v1) or io.max (v2)."""
+    limits = {}
+    for line in (text or "").splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        if v2:
+            for item in parts[1:]:
+                key, _, value = item.partition("=")
+                if _int(value) is not None:
+                    limits.setdefault(parts[0], {})[key] = int(value)
+        elif len(parts) == 2 and _int(parts[1]) is not None:
+            limits.setdefault(parts[0], {})["value"] = int(parts[1])
+    return limits
+
+
+def _io_v1(directory):
+    found = {}
+    for name, key in (("read_bps", "rbps"), ("write_bps", "wbps"), ("read_iops", "riops"), ("write_iops", "wiops")):
+        for device, value in _throttles(_read(directory + "/blkio.throttle.%s_device" % name), False).items():
+            found.setdefault(device, {})[key] = value["value"]
+    return found
+
+
+def _io_v2(directory):
+    return _throttles(_read(directory + "/io.max"), True)
+
+
+MEMORY_STAT_V1 = {"total_cache": "file", "total_rss": "anon", "total_pgmajfault": "pgmajfault",
+                  "total_inactive_file": "inactive_file", "total_active_file": "active_file"}
+MEMORY_STAT_V2 = {"file": "file", "anon": "anon", "pgmajfault": "pgmajfault", "inactive_file": "inactive_file",
+                  "active_file": "active_file", "workingset_refault_file": "refaults"}
+
+
+def cgroup_limits(cgroup_text, mounts):
+    """The limits and usage of one process's cgroups: {"version", "path", "cpus", "cpu_quota",
+    "memory": {"limit", "limit_path", "usage", "file", "anon", "pgmajfault", ...}, "io": {...}}."""
+    paths = process_cgroups(cgroup_text)
+    found = {"version": None, "path": None}
+    v1 = any(c in paths and c in mounts for c in CGROUP_V1)
+    if v1:
+        found["version"], found["path"] = 1, paths.get("memory") or paths.get("cpu") or paths.get("cpuset")
+        if "cpuset" in paths and "cpuset" in mounts:
+            directory = _directory(mounts["cpuset"], paths["cpuset"])
+            found["cpus"] = cpu_list(_read(directory + "/cpuset.effective_cpus") or _read(directory + "/cpuset.cpus"))
+        if "cpu" in paths and "cpu" in mounts:
+            quota, where = _nearest(_directory(mounts["cpu"], paths["cpu"]), mounts["cpu"][0], _cpu_quota_v1)
+            found["cpu_quota"] = quota
+        if "memory" in paths and "memory" in mounts:
+            directory = _directory(mounts["memory"], paths["memory"])
+            limit, where = _nearest(directory, mounts["memory"][0], _memory_limit_v1)
+            stat = _key_values(_read(directory + "/memory.stat"))
+            memory = {new: stat.get(old) for old, new in MEMORY_STAT_V1.items()}
+            memory.update(limit=limit, limit_path=where and where[len(mounts["memory"][0]):] or None,
+                          usage=_int((_read(directory + "/memory.usage_in_bytes") or "").strip()))
+            found["memory"] = memory
+        if "blkio" in paths and "blkio" in mounts:
+            found["io"] = _io_v1(_directory(mounts["blkio"], paths["blkio"])) or None
+    elif "" in paths and "v2" in mounts:
+        point = mounts["v2"][0]
+        directory = _directory(mounts["v2"], paths[""])
+        found["version"], found["path"] = 2, paths[""]
+        found["cpus"] = cpu_list(_read(directory + "/cpuset.cpus.effective"))
+        found["cpu_quota"] = _nearest(directory, point, _cpu_quota_v2)[0]
+        limit, where = _nearest(directory, point, _memory_limit_v2)
+        stat = _key_values(_read(directory + "/memory.stat"))
+        memory = {new: stat.get(old) for old, new in MEMORY_STAT_V2.items()}
+        memory.update(limit=limit, limit_path=where and where[len(point):] or None,
+                      usage=_int((_read(directory + "/memory.current") or "").strip()))
+        found["memory"] = memory
+        io = {}
+        for candidate in _up(directory, point):
+            for device, limits in _io_v2(candidate).items():
+                io.setdefault(device, limits)
+        found["io"] = io or None
+    return found
+
+
+# --- the host --------------------------------------------------------------------------------
+
+def cpu_times(stat_text):
+    """{cpu index: (busy jiffies, total jiffies)} of /proc/stat's per-CPU lines."""
+    times = {}
+    for line in (stat_text or "").splitlines():
+        if not line.startswith("cpu") or line.startswith("cpu "):
+            continue
+        parts = line.split()
+        values = [_int(v) or 0 for v in parts[1:]]
+        idle = sum(values[3:5])   # idle + iowait
+        times[_int(parts[0][3:])] = (sum(values[:8]) - idle, sum(values[:8]))
+    return times
+
+
+def meminfo(text):
+    """{"total", "available", "cached", "swap_used"} in bytes from /proc/meminfo."""
+    kb = {}
+    for line in (text or "").splitlines():
+        name, _, rest = line.partition(":")
+        value = _int(rest.split()[0]) if rest.split() else None
+        if value is not None:
+            kb[name] = value * 1024
+    swap = (kb.get("SwapTotal") or 0) - (kb.get("SwapFree") or 0)
+    return {"total": kb.get("MemTotal"), "available": kb.get("MemAvailable"), "cached": kb.get("Cached"),
+            "swap_used": swap}
+
+
+def disk_counters(text):
+    """{"name": (MAJ:MIN, sectors read, sectors written, ms busy)} of /proc/diskstats, whole disks."""
+    disks = {}
+    for line in (text or "").splitlines():
+        parts = line.split()
+        if len(parts) < 13 or parts[2].startswith(("loop", "ram", "dm-", "sr")):
+            continue
+        disks[parts[2]] = ("%s:%s" % (parts[0], parts[1]), _int(parts[5]) or 0, _int(parts[9]) or 0,
+                           _int(parts[12]) or 0)
+    return disks
+
+
+def process_counters(proc="/proc"):
+    """{pid: (start time, CPU ticks, major faults, read bytes, write bytes, comm, state, ppid)} of
+    every process on the host (the I/O bytes of another user's process need root)."""
+    found = {}
+    try:
+        names = os.listdir(proc)
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        text = _read("%s/%s/stat" % (proc, name))
+        if not text or ")" not in text:
+            continue
+        comm = text[text.index("(") + 1:text.rindex(")")]
+        fields = text[text.rindex(")") + 2:].split()
+        if len(fields) < 20:
+            continue
+        io = _key_values((_read("%s/%s/io" % (proc, name)) or "").replace(":", ""))
+        found[int(name)] = (_int(fields[19]), (_int(fields[11]) or 0) + (_int(fields[12]) or 0), _int(fields[9]) or 0,
+                            io.get("read_bytes"), io.get("write_bytes"), comm, fields[0], _int(fields[1]))
+    return found
+
+
+def _affinity(pid):
+    try:
+        return sorted(os.sched_getaffinity(pid))
+    except OSError:
+        return None
+
+
+def describe_process(pid, proc="/proc"):
+    """{"pid", "comm", "cmdline", "state", "ppid", "uid"} of any process on the host (a GPU's
+    other user, a neighbour); the command line redacted; None when it is gone."""
+    stat = _read("%s/%d/stat" % (proc, pid))
+    if not stat or ")" not in stat:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    argv = [a for a in (_read("%s/%d/cmdline" % (proc, pid)) or "").split("\0") if a]
+    uid = next((_int(line.split()[1]) for line in (_read("%s/%d/status" % (proc, pid)) or "").splitlines()
+                if line.startswith("Uid:") and len(line.split()) > 1), None)
+    return {"pid": pid, "comm": stat[stat.index("(") + 1:stat.rindex(")")],
+            "cmdline": " ".join(redact.redact_argv(argv))[:200] if argv else None,
+            "state": fields[0] if fields else None, "ppid": _int(fields[1]) if len(fields) > 1 else None,
+            "uid": uid}
+
+
+class ResourceProbe:
+    """start(pids) and stop(pids, also=...) around the window; to_dict() for the capture."""
+
+    def __init__(self, proc="/proc"):
+        self.proc = proc
+        self.result = {"available": False}
+        self._start = None
+        self._t0 = None
+        self.exclude = {os.getpid()}
+
+    def _snapshot(self):
+        return {"t": time.monotonic(), "cpus": cpu_times(_read(self.proc + "/stat")),
+                "disks": disk_counters(_read(self.proc + "/diskstats")), "procs": process_counters(self.proc)}
+
+    def start(self, pids):
+        try:
+            self._start = self._snapshot()
+        except Exception as exc:   # a probe never stops the others: the report says what is missing
+            self.result = {"available": False, "reason": "could not read /proc: %s" % exc}
+
+    def stop(self, pids, also=()):
+        """pids: the job's processes; also: other pids to describe (the GPU's other processes)."""
+        if self._start is None:
+            return
+        try:
+            self.result = self._finish(self._start, self._snapshot(), set(pids), also)
+        except Exception as exc:
+            self.result = {"available": False, "reason": "resource probe failed: %s" % exc}
+
+    def _finish(self, first, last, job, also):
+        duration = max(last["t"] - first["t"], 1e-3)
+        mounts = cgroup_mounts(_read(self.proc + "/self/mountinfo"))
+        processes = {}
+        for pid in sorted(job):
+            text = _read("%s/%d/cgroup" % (self.proc, pid))
+            if text is None:
+                continue
+            processes[str(pid)] = {"affinity": _affinity(pid), "cgroup": cgroup_limits(text, mounts)}
+        host = {"cpus": len(last["cpus"]), "memory": meminfo(_read(self.proc + "/meminfo")),
+                "cpu_busy": {}, "disks": {}}
+        for cpu, (busy, total) in last["cpus"].items():
+            before = first["cpus"].get(cpu)
+            if before and total > before[1]:
+                host["cpu_busy"][str(cpu)] = round((busy - before[0]) / float(total - before[1]), 3)
+        for name, (device, read, written, busy_ms) in last["disks"].items():
+            before = first["disks"].get(name)
+            if before is None:
+                continue
+            row = {"device": device, "read_Bps": round((read - before[1]) * 512 / duration),
+                   "write_Bps": round((written - before[2]) * 512 / duration),
+                   "busy": round(min(1.0, (busy_ms - before[3]) / 1000.0 / duration), 3)}
+            if row["read_Bps"] or row["write_Bps"] or row["busy"]:
+                host["disks"][name] = row
+        return {"available": True, "duration_s": round(duration, 3), "processes": processes, "host": host,
+                "neighbours": self._neighbours(first["procs"], last["procs"], job, duration),
+                "others": {str(pid): info for pid, info in ((p, describe_process(p, self.proc))
+                                                              for p in sorted(set(also) - job)) if info}}
+
+    def _neighbours(self, first, last, job, duration):
+        """Other processes that used a CPU or a disk in the window, busiest first."""
+        hz = os.sysconf("SC_CLK_TCK")
+        ours = self.exclude | _descendants_of(os.getpid(), last)
+        rows = []
+        for pid, now in last.items():
+            before = first.get(pid)
+            if pid in job or pid in ours or before is None or before[0] != now[0]:
+                continue
+            cpu = (now[1] - before[1]) / float(hz) / duration
+            read = (now[3] - before[3]) / duration if now[3] is not None and before[3] is not None else 0
+            write = (now[4] - before[4]) / duration if now[4] is not None and before[4] is not None else 0
+            if cpu < NEIGHBOUR_CPU_SHARE and read + write < NEIGHBOUR_IO_BPS:
+                continue
+            rows.append({"pid": pid, "comm": now[5], "state": now[6], "ppid": now[7], "cpu_share": round(cpu, 3),
+                         "read_Bps": round(read), "write_Bps": round(write), "majflt": now[2] - before[2]})
+        keep = sorted(rows, key=lambda r: -r["cpu_share"])[:NEIGHBOURS]
+        keep += [r for r in sorted(rows, key=lambda r: -(r["read_Bps"] + r["write_Bps"]))[:NEIGHBOURS] if r not in keep]
+        for row in keep:
+            described = describe_process(row["pid"], self.proc) or {}
+            row["cmdline"] = described.get("cmdline")
+            row["affinity"] = _affinity(row["pid"])
+        return keep
+
+    def to_dict(self):
+        return self.result
+
+
+def _descendants_of(root, counters):
+    """Our own children (py-spy, strace): never a neighbour."""
+    children = {}
+    for pid, row in counters.items():
+        children.setdefault(row[7], []).append(pid)
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
