@@ -41,6 +41,13 @@ def torchrun(script):
 
 # name -> (argv, settle seconds, inspect duration)
 CASES = {
+    # issue 25: a rank at a prompt nobody answers (its launcher holds its stdin pipe)
+    "prompt_pdb": (py("prompt_under_launcher.py", "pdb"), 1.5, 2),
+    "prompt_getpass": (py("prompt_under_launcher.py", "getpass"), 1.5, 2),
+    "prompt_click": (py("prompt_under_launcher.py", "click"), 1.5, 2),
+    "prompt_code": (py("prompt_under_launcher.py", "code"), 1.5, 2),
+    "prompt_input": (py("prompt_under_launcher.py", "input"), 1.5, 2),
+    "tcp_server_handler_deadlock": (py("tcp_server_handler_deadlock.py"), 1.5, 2),
     "deadlock": (py("deadlock.py"), 0.3, 2),
     "cpu_loop": (py("cpu_loop.py"), 0.3, 2),
     "sleep_loop": (py("sleep_loop.py"), 0.3, 2),

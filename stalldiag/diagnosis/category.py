@@ -69,6 +69,8 @@ def root_kind(d, view):
         return "lock"
     if not wait and d.retry(view):
         return "retry"
+    if view.kind == "cpu" and view.state is not None and view.state.condition == "throttled":
+        return "cpu-starved"
     return view.kind if view.kind in ROOTS else "unknown"
 
 

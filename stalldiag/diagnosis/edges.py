@@ -29,7 +29,7 @@ from collections import Counter
 
 from ..knowledge import frames as frame_table
 from .gpu import devices_of
-from .views import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, co_waiter, idle_helper, in_file_lock,
+from .views import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, STUCK_HANDLER_KINDS, accepting, co_waiter, idle_helper, in_file_lock,
                     library_only, waited_targets)
 from .locks import (LOCK_NAME, futex_word, held_in_window, held_locks, holds_same, lock_intent, self_held,
                     shared_futex)
@@ -119,7 +119,8 @@ def waited_thread(g, view):
     missed = missed_task_done(g, view)
     if missed:
         return edges + [missed]
-    others = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.n_samples and not idle_helper(v)]
+    others = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.n_samples and not idle_helper(v)
+              and not accepting(v)]
     co = [v for v in others if co_waiter(v, view)]
     others = [v for v in others if v not in co]
     # a thread in a timed wait on another thread (a timer, tqdm's monitor) is not busy: it sleeps
@@ -416,7 +417,9 @@ def tcp_peer(g, view):
             if thread is None:
                 continue
             serving = set(waited_targets(thread)) & set(peers)
-            if serving or g.halted(thread) or thread.kind in WORKING_KINDS:
+            if serving or g.halted(thread) or thread.kind in WORKING_KINDS or (
+                    thread.kind in STUCK_HANDLER_KINDS and thread.share >= 0.8 and (
+                        thread.kind == "lock" or not library_only(thread))):
                 out.append(Edge(view, thread, "peer", {"via": "tcp", "target": target}, process=True))
             else:
                 # it holds the other end, but nothing of it reads or works: it does not answer
@@ -596,7 +599,7 @@ def busier_thread(g, view):
     # A native helper thread parked on a futex (no Python stack, no CPU) is idle, not busy; so
     # is a server waiting in accept() for a client.
     candidates = [v for v in live if v.share >= 0.5 and ACTIVITY_RANK.get(v.kind, 0) >= 3 and not idle_helper(v)
-                  and not (v.kind == "network" and v.main_activity()[0] in ("accept", "accept4"))]
+                  and not accepting(v)]
     candidates.sort(key=lambda v: (ACTIVITY_RANK.get(v.kind, 0), v.share), reverse=True)
     return [Edge(view, v, "sibling", {"doing": "retry", "handover": True}, guess=True) for v in retrying] + \
         [Edge(view, v, "sibling", {"doing": v.kind, "handover": True}, guess=True) for v in candidates]

@@ -22,7 +22,7 @@ from .state import RUNNING_SHARE, classify, process_condition
 from . import kinds
 from .threads import thread_views
 from .types import Window, processes
-from .views import ACTIVITY_RANK, idle_helper, waited_targets
+from .views import ACTIVITY_RANK, STUCK_HANDLER_KINDS, idle_helper, library_only, waited_targets
 
 
 
@@ -235,9 +235,21 @@ class WaitGraph:
         """The thread of pid that waits on one of targets (the other end of a pipe or socket a
         waiter waits on), else its most telling thread."""
         wanted = set(targets)
-        for view in self.by_pid.get(pid, []):
+        for target in targets:
+            wanted.update(self.peer_targets(target))
+        views = self.by_pid.get(pid, [])
+        for view in views:
             if wanted & set(waited_targets(view)):
                 return view
+        if any(target.startswith("socket:[") for target in targets):
+            # A server none of whose threads reads this connection: its handler is stuck on
+            # something else (a lock), not its acceptor nor a thread that reads another connection.
+            # (a library's own thread waiting on a condition, a queue's feeder, is idle: only a
+            # lock wait counts there)
+            stuck = [v for v in views if v.share >= 0.8 and (v.kind == "lock" or (
+                v.kind in STUCK_HANDLER_KINDS and v.user_frame() is not None and not library_only(v)))]
+            if stuck:
+                return max(stuck, key=self.weight)
         return self.most_telling_thread(pid)
 
     def peer_targets(self, target):

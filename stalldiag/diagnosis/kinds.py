@@ -49,6 +49,12 @@ KINDS = (
     _k("cuda", "cuda", True, rank=4, working=True),
     _k("tty", "io", True, rank=4, asleep=True, idle=True,
        doing="waiting for someone to type on its terminal (an interactive prompt)"),
+    # a root runnable but kept from a CPU (a quota, a cpuset, neighbours): the CPU is the cause
+    # wherever it sits, not the child link on the way to it
+    _k("cpu-starved", "cpu", True, rank=5, working=True, chain_only=True,
+       doing="runnable but waiting for a CPU"),
+    _k("prompt", "io", True, rank=4, asleep=True, idle=True,
+       doing="waiting for someone to answer an interactive prompt"),
     _k("lock", "locks", True, rank=3, asleep=True, doing="blocked on a lock", band="lock"),
     _k("ipc", "locks", False, rank=2, asleep=True, doing="waiting for a message from another process",
        band="network"),

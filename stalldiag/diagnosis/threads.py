@@ -38,6 +38,8 @@ CONTEXT_RULES = (
     ("rendezvous", 0.5, None),
     ("cuda", 0.5, None),
     ("dataloader", 0.5, ("poll", "pipe", "ipc", "lock", "sleep", "other", "network")),
+    # a read of stdin (a terminal, or a pipe nobody writes) under a prompt waits for a person
+    ("prompt", 0.5, ("tty", "pipe", "io", "other", "poll")),
 )
 
 IDLE_KINDS = kinds.names(idle=True)
@@ -81,6 +83,9 @@ class ThreadView:
         self.frame_matches = frame_table.match_stack(self.top_stack) if self.top_stack else []
         self.frame_kind = _wait_frame_kind(self.top_stack, self.frame_matches)
         self.context_share = _context_share(self.stacks, self.n_stack_samples)
+        prompt = _source_share(self.stacks, self.n_stack_samples, "prompt")
+        if prompt and self._reads_stdin():
+            self.context_share["prompt"] = self.context_share.get("prompt", 0) + prompt
         if _holds_gpu(proc, capture):
             cuda = _source_share(self.stacks, self.n_stack_samples, "cuda")
             if cuda:
@@ -103,6 +108,14 @@ class ThreadView:
                 return self.frame_kind
             return "unknown"
         return kernel
+
+    def _reads_stdin(self):
+        """Its commonest wait is a read of fd 0 (stdin), whatever stdin is."""
+        for index, _n in self.detail_counts.most_common(1):
+            detail = self.details[index] if 0 <= index < len(self.details) else None
+            fd = detail.get("fd") if isinstance(detail, dict) else None
+            return isinstance(fd, dict) and fd.get("fd") == 0
+        return False
 
     def main_activity(self):
         """(what the thread did most, its share of the window): the scheduler's accounting where

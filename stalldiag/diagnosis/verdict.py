@@ -41,6 +41,8 @@ def summary_of(d, category, focus, culprit, through=None):
         return wait
     if culprit.kind == "tty":
         return "Blocked on terminal input%s: %s" % (", through %s" % through if through else "", _prompt(d, culprit))
+    if culprit.kind == "prompt":
+        return "Waiting for a person%s: %s" % (", through %s" % through if through else "", _person(d, culprit))
     special = _mechanism(d, category, focus, culprit)
     if special:
         return "%s: %s" % (head, special)
@@ -121,6 +123,35 @@ def _prompt(d, view):
     lines = last_lines(d.capture, view.pid)
     if lines:
         text += "; it last wrote: %s" % lines[-1]
+    if view is not d.chain[0]:
+        text += " (%s waits on it)" % d.chain[0].label
+    return text
+
+
+def _person(d, view):
+    """"thread ... waits for someone to answer a prompt (pdb) at x.py:27, reading stdin (a pipe
+    whose other end pid N holds and never writes); it last wrote: <the prompt>"."""
+    from ..knowledge.frames import framework_context
+    from .retry import last_lines
+    what = next((row.framework for _d, row in framework_context(view.top_stack or []) if row.kind == "prompt"),
+                None)
+    detail = view.top_detail() or {}
+    fd = detail.get("fd") if isinstance(detail, dict) else None
+    stdin = (fd or {}).get("target") or "stdin"
+    writers = [pid for pid in d.holders.get(stdin, ()) if pid != view.pid]
+    if (fd or {}).get("kind") == "tty":
+        source = "its terminal (%s)" % stdin
+    elif writers:
+        source = "stdin, %s, whose other end %s hold%s and never write%s" % (
+            stdin, ", ".join(_proc_text(d, pid) for pid in writers[:2]), "s" if len(writers) == 1 else "",
+            "s" if len(writers) == 1 else "")
+    else:
+        source = "stdin, %s, that nothing writes to" % stdin
+    text = "%s waits for someone to answer a prompt%s at %s, reading %s" % (
+        view.label, " (%s)" % what if what else "", frame_text(view.user_frame()) or "?", source)
+    lines = last_lines(d.capture, view.pid)
+    if lines:
+        text += "; it last wrote: %s" % lines[-1].strip()[:160]
     if view is not d.chain[0]:
         text += " (%s waits on it)" % d.chain[0].label
     return text

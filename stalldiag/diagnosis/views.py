@@ -23,6 +23,16 @@ def idle_helper(view):
     return not view.top_stack or frame_table.idle_thread_pool_worker(view.top_stack)
 
 
+# what a server's connection handler is stuck in when none of its threads reads the connection
+STUCK_HANDLER_KINDS = ("lock", "condition", "semaphore", "future", "queue-put", "thread-join")
+
+
+def accepting(view):
+    """A server thread waiting in accept() for a client: it holds no lock and serves no
+    connection, so it is never the thread a waiter waits for."""
+    return view.kind == "network" and view.main_activity()[0] in ("accept", "accept4")
+
+
 def waited_targets(view):
     """pipe:[..] / socket:[..] targets a thread waits on, from its blocked syscalls."""
     targets = []

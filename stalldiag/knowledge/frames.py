@@ -238,6 +238,15 @@ FILE_WAIT_SOURCES = [
 # stack is doing that framework's work, whatever syscall it sits in (a rank
 # in all_reduce may spin, poll or futex-wait; inductor may wait on gcc).
 FRAMEWORK_PATTERNS = [
+    # Interactive prompts: a read of stdin under these waits for a person, whatever stdin is
+    _P("pdb", r"(^|/)(pdb|bdb|cmd)\.py$", r"^(Pdb\.|Bdb\.|Cmd\.)?(cmdloop|interaction|set_trace|trace_dispatch|"
+       r"dispatch_line|user_line|_cmdloop)$", "prompt", "the Python debugger waits for a command"),
+    _P("getpass", r"(^|/)getpass\.py$", r"^(unix_getpass|getpass|_raw_input|fallback_getpass)$", "prompt",
+       "getpass waits for a password"),
+    _P("click", r"click/termui\.py$", r"^(prompt|confirm|prompt_func|getchar)$", "prompt",
+       "a click/typer prompt waits for an answer"),
+    _P("code", r"(^|/)code\.py$", r"^(InteractiveConsole\.)?(interact|raw_input)$", "prompt",
+       "an interactive console waits for input"),
     # PyTorch DataLoader: the training loop waiting for a batch, and the workers
     _P("DataLoader", r"torch/utils/data/dataloader\.py$",
        r"^(_MultiProcessingDataLoaderIter\.)?(_next_data|_get_data|_try_get_data)$",
@@ -283,6 +292,9 @@ FRAMEWORK_PATTERNS = [
 # cannot show (tensor.item(), .cpu(), .tolist(), .numpy()).  Only counted for a
 # process that holds a GPU (an open /dev/nvidia* or NVML memory).
 SOURCE_PATTERNS = [
+    ("prompt", re.compile(r"\b(raw_)?input\(|stdin\.(readline|read)\(|\bgetpass\(|\bbreakpoint\(|"
+                          r"set_trace\(|\bconfirm\(|\bprompt\("), "prompt",
+     "the line asks for input on stdin: a person at a prompt is to answer it"),
     ("torch.cuda", re.compile(r"\.(item|cpu|tolist|numpy)\(\)|cuda\.synchronize\(|\.synchronize\(\)|"
                               r"\.to\([^)]*['\"]cpu['\"]"), "cuda",
      "a tensor read back to the host waits for the GPU kernels queued before it"),
