@@ -47,7 +47,16 @@ def _outside_text(g, info, pid):
     command = info.get("cmdline") or info.get("comm") or "?"
     zombie = ", a zombie" if info.get("state") == "Z" else ""
     gone = "" if info else ", not visible from here (another PID namespace, or exited)"
-    return "pid %d (not part of this job%s%s, `%s`)" % (pid, zombie, gone, command[:80])
+    return "pid %d (not part of this job%s%s, `%s`)" % (pid, zombie, gone, short_command(command))
+
+
+def short_command(command, limit=100):
+    """A command line a reader recognises at a glance: long paths as their last part."""
+    words = [("…/" + word.rsplit("/", 1)[1]) if "/" in word and len(word) > 30 else word
+             for word in command.split()]
+    words[:1] = [word.rsplit("/", 1)[-1] for word in words[:1]]   # the program: its name
+    text = " ".join(words)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def allowed_cpus(res, pid):
