@@ -272,3 +272,15 @@ def test_a_client_of_a_local_server_whose_handler_deadlocked_is_the_servers_dead
     verdict = report["verdict"]
     assert verdict["category"] == "locks", verdict["summary"]
     assert verdict["pid"] != job.pid and "deadlock" in verdict["summary"].lower()
+
+
+@pytest.mark.parametrize("mode", ["event", "poll", "spin"])
+def test_a_wait_whose_waker_thread_died_names_the_thread_and_its_exception_on_every_python(
+        launch, target_python, mode, tmp_path):
+    minor, python = target_python
+    job = launch_with(launch, python, "thread_waker_died.py", tmp_path / "train.log", mode, settle=0.8)
+    report = inspect_json(job.pid, duration=3)
+    verdict = report["verdict"]
+    assert verdict["category"] == "locks", verdict["summary"]
+    assert "thread 'index-loader' was to do, and that thread died on KeyError: 'validation'" in verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"

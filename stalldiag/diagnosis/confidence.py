@@ -12,7 +12,7 @@ Below high the verdict lists the alternatives it could not rule out and what wou
 """
 from . import kinds, registry
 from .category import BOUNDARIES, boundary_of, root_kind
-from .progress import runaway
+from .motion import runaway
 
 LEVELS = ("low", "medium", "high")
 MIN_SAMPLES = 8          # /proc samples of the culprit under which the sampling was thin

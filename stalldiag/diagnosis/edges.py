@@ -33,7 +33,7 @@ from .views import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, STUCK_HA
                     library_only, waited_targets)
 from .locks import (LOCK_NAME, futex_word, held_in_window, held_locks, holds_same, lock_intent, self_held,
                     shared_futex)
-from .progress import STUCK_SHARE, stuck
+from .motion import STUCK_SHARE, stuck
 from . import kinds
 from .threads import THREAD_WAIT_KINDS
 from .types import Edge, Finding
@@ -363,7 +363,16 @@ def waited_child(g, view):
     kids.sort(key=lambda p: (g.process_halted(p.pid), g.roles.get(p.pid) == "compiler",
                              p.cpu_seconds or 0), reverse=True)
     threads = [g.most_telling_thread(p.pid) for p in kids]
-    return [Edge(view, t, "child", process=True) for t in threads if t is not None]
+    edges = [Edge(view, t, "child", process=True) for t in threads if t is not None]
+    if not edges:
+        # The child it ran has exited, and it still polls the child's output pipes: whoever holds
+        # them now (a grandchild the child left running, a daemon it started) is what it waits for.
+        for target in [t for t in waited_targets(view) if t.startswith("pipe:")]:
+            for pid in g.holders.get(target, ()):
+                thread = g.most_telling_thread(pid) if pid != view.pid else None
+                if thread is not None and all(e.waker is not thread for e in edges):
+                    edges.append(Edge(view, thread, "child", {"via": "pipe", "target": target}, process=True))
+    return edges
 
 
 def waited_peer(g, view):

@@ -8,7 +8,7 @@ from collections import Counter
 
 from .explain import detail_text, frame_text
 from .registry import as_dict
-from .progress import stuck
+from .motion import stuck
 from .types import Finding
 
 LAUNCH_BOUND_SM = 10.0   # GPM SM activity under which a computing host thread, not the GPU, sets the pace
@@ -205,7 +205,7 @@ def event_loop_blocked(d, view):
     """A thread that runs an asyncio event loop, held all window in one step (a synchronous
     sleep, read or computation inside a coroutine): no other task of the loop runs."""
     from ..knowledge import frames as frame_table
-    from .progress import STUCK_SHARE, stuck
+    from .motion import STUCK_SHARE, stuck
     if not frame_table.in_event_loop_step(view.top_stack) or view.top_stack_count < 0.9 * view.n_stack_samples:
         return
     if not (stuck(view) or view.state is not None and view.state.condition in ("computing", "spinning")

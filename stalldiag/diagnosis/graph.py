@@ -16,7 +16,7 @@ from .barriers import barrier_parties
 from .locks import shared_futex
 from .event_loop import loop_kind, loop_wait
 from .gpu import device_summaries, devices_of
-from .progress import stuck
+from .motion import stuck
 from .retry import retrying
 from .state import RUNNING_SHARE, classify, process_condition
 from . import kinds

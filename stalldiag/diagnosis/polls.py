@@ -5,15 +5,20 @@ what it polls for, when the graph can tell.
                 service: acquire() in a sleep loop), and nobody was found holding it
   child-exited  it polls while a child of its process has exited with a failure: the child that
                 was to end the wait (a saver, a writer) is gone
+  thread-died   it waits, polls or spins while a thread of its process died on an exception (the
+                job's output shows "Exception in thread NAME" and its traceback) and no thread of
+                that name is alive: the thread that was to set what it waits for is gone
 
 Each returns a Finding or None; the registry's rows say what they decide.
 """
+import re
+
 from ..knowledge import frames as frame_table
 from .explain import frame_text, process_text
+from .motion import STUCK_SHARE, in_one_function, runaway
 from .types import Finding
 
 POLL_KINDS = ("sleep", "poll", "other")
-STUCK_SHARE = 0.8
 
 
 def _polling(view):
@@ -41,7 +46,41 @@ def child_exited(g, view):
     return Finding.about("child-exited", view, waiter=view, dead=dead)
 
 
-DETECTORS = (lock_poll, child_exited)
+# Python's threading.excepthook: "Exception in thread NAME:" (3.10+: "NAME (target)"), then the
+# traceback, then the exception's own line, unindented
+THREAD_DIED = re.compile(r"^Exception in thread (.+?):\s*$")
+EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(: .*)?$")
+WAITING_KINDS = POLL_KINDS + ("event", "condition", "queue-get", "future", "semaphore", "lock", "cpu")
+
+
+def died_threads(g, pid):
+    """[(thread name, the exception's line)] of threads the process's output says died."""
+    from .retry import output_lines
+    found, current = [], None
+    for line in output_lines(g.capture, pid):
+        match = THREAD_DIED.match(line)
+        if match:
+            current = [match.group(1).split(" (")[0], None]
+            found.append(current)
+        elif current is not None and not line.startswith((" ", "\t", "Traceback")) and EXCEPTION_LINE.match(line):
+            current[1] = line.strip()
+    return [(name, error) for name, error in found if error]
+
+
+def thread_died(g, view):
+    """A waiting, polling or spinning thread beside a thread of its process that died on an
+    exception its output shows, and that is no longer alive."""
+    if view.kind not in WAITING_KINDS or view.share < STUCK_SHARE or (view.kind == "cpu" and not (
+            runaway(view, g.procs.get(view.pid)) or in_one_function(view))):
+        return None
+    alive = {name for v in g.by_pid.get(view.pid, []) for name in (v.name, v.comm) if name}
+    dead = [(name, error) for name, error in died_threads(g, view.pid) if name not in alive]
+    if not dead:
+        return None
+    return Finding.about("thread-died", view, waiter=view, dead=dead[-1])
+
+
+DETECTORS = (lock_poll, child_exited, thread_died)
 
 
 def detect(g, view):
@@ -55,6 +94,14 @@ def lock_poll_text(g, waiter, frame):
     return ("%s sleeps between attempts to take a lock at %s, and no holder of it was found: a lock file, queue "
             "file or lock service that a run which died left taken, or a lock call that keeps failing" % (
                 waiter.label, frame_text(frame)))
+
+
+def thread_died_text(g, waiter, dead):
+    name, error = dead
+    return ("%s %s at %s for what thread '%s' was to do, and that thread died on %s (its traceback is in "
+            "the job's output) and is no longer alive: nothing will end the wait" % (
+                waiter.label, "spins" if waiter.kind == "cpu" else "waits", frame_text(waiter.user_frame()) or "?",
+                name, error))
 
 
 def child_exited_text(g, waiter, dead):

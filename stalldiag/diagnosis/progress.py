@@ -16,6 +16,8 @@ not from what it prints.
 import os
 
 from .explain import halted_phrase
+from .motion import (STUCK_SHARE, _by_fd, _in_one_function, _silent, _user_line, file_changes, frozen_stack,  # noqa: F401
+                     in_one_function, runaway, spins, stuck)
 from .registry import BLOCKS_PROGRESS
 from .types import Process
 
@@ -24,16 +26,9 @@ CPU_WORK = 0.2
 GPU_WORK = 5.0   # % NVML utilization
 STORAGE_WORK_BYTES = 256 * 1024   # bytes read from or written to a device in the window that count as work
 THROTTLED_WORK = 0.05   # a thread held to a small CPU quota still moves, slowly
-STUCK_SHARE = 0.8   # share of the window in one wait that makes a thread "stuck" in it
 STARVED_CPU = 0.05  # a training loop under this share of a core over the window did not run
 # Between two watch checks: CPU seconds that count as work (only when the stacks moved too)
 INTERVAL_CPU_S = 0.05
-
-
-def stuck(view):
-    """Waited the whole window: caught in its wait in STUCK_SHARE of the samples, the share
-    capped by the scheduler's accounting, and not computing."""
-    return view.share >= STUCK_SHARE and not (view.state is not None and view.state.progressing)
 
 
 def starved(view, duration):
@@ -83,37 +78,6 @@ def interval_progress(io_bytes, output_bytes, gpu_util, cpu_s, stacks_moved):
             return True, "%.2f s CPU and the stacks moved" % cpu_s
         return False, "%.2f s CPU but the stacks did not move" % cpu_s
     return False, "no CPU, I/O, output or GPU activity"
-
-
-def _by_fd(snapshot):
-    return {entry["fd"]: entry for entry in snapshot or []}
-
-
-def _key(entry):
-    return (entry.get("target"), entry.get("fd"))
-
-
-def file_changes(proc):
-    """(read, written, opened) files of a process over the window, from its two fd snapshots.
-    proc: a types.Process or a capture's process dict."""
-    proc = Process.of(proc)
-    start, end = _by_fd(proc.files_start), _by_fd(proc.files_end)
-    read, written, opened = [], [], []
-    for fd, after in end.items():
-        if after.get("kind") != "file" or fd <= 2 and "w" not in after.get("mode", "w"):
-            continue
-        before = start.get(fd)
-        if before is None or before.get("target") != after.get("target"):
-            opened.append(after)
-            before = None
-        pos0 = before.get("pos", 0) if before else 0
-        size0 = before.get("size") if before else None
-        grew = after.get("size") is not None and size0 is not None and after["size"] > size0
-        if "w" in after.get("mode", "") and (grew or (before is None and after.get("size"))):
-            written.append(dict(after, delta=after["size"] - (size0 or 0)))
-        elif "r" in after.get("mode", "r") and after.get("pos", 0) > pos0:
-            read.append(dict(after, delta=after["pos"] - pos0))
-    return read, written, opened
 
 
 def stdio_changes(proc, window_end_wall):
@@ -262,65 +226,6 @@ def assess(window, procs, views, gpus, halted=()):
     if not evidence:
         evidence.append("no CPU work in user code, no GPU work, no file advancing or growing")
     return {"state": state, "evidence": evidence}
-
-
-FROZEN_SAMPLES = 3   # stack samples, all the same to the line, that make a CPU-bound stack "frozen"
-FROZEN_ON_CPU = 0.95  # share of /proc samples on a CPU: a frozen stack never waits
-
-
-def frozen_stack(view):
-    """A computing thread on a CPU in every /proc sample whose Python stack, to the line, was the
-    same in every one of at least FROZEN_SAMPLES samples: one call held it the whole window (the
-    test watch makes: "CPU but the stacks did not move").  A loop paced by its input, whose
-    compute is one line, is caught at that line in every sample too, but it waits between steps.
-    Compiling is exempt: one compile step can take that long."""
-    on_cpu = view.activity.get("running", 0) / view.n_samples if view.n_samples else 0
-    return view.kind != "compile" and view.n_stack_samples >= FROZEN_SAMPLES and len(view.stacks_by_count()) == 1 \
-        and on_cpu >= FROZEN_ON_CPU
-
-
-def spins(view, proc=None):
-    """On a CPU all window, the user's own code at one line of one function in every stack sample
-    (a `while not flag:` loop is one line; `while q.empty(): pass` too, whatever library frames
-    run under it), no voluntary context switch (nothing blocked: a poll with no timeout, at
-    most) and nothing written by its process: a busy-wait or a runaway call, not work."""
-    on_cpu = view.activity.get("running", 0) / view.n_samples if view.n_samples else 0
-    if view.kind == "compile" or view.n_stack_samples < FROZEN_SAMPLES or on_cpu < FROZEN_ON_CPU:
-        return False
-    tops = {_user_line(frames) for frames, _n in view.stacks if frames}
-    if len(tops) != 1:
-        return False
-    switches = (view.thread.ctx or {}).get("voluntary")
-    return (switches is None or switches <= 1) and (proc is None or _silent(proc))
-
-
-def runaway(view, proc=None):
-    """A thread whose CPU time is not work: one call whose stack never moved, or a spin."""
-    return frozen_stack(view) or spins(view, proc)
-
-
-def _user_line(frames):
-    """(function, line) of the innermost frame of the user's own code in one stack sample.  (Not
-    the outermost: a forked worker's outer frames are its parent's, frozen at the fork.)"""
-    from ..knowledge.frames import is_library_file
-    # (code made at run time, "<string>", runs for whoever called it: namedtuple's methods under
-    # selectors.py are the library's)
-    frame = next((f for f in frames if not is_library_file(f[1]) and not (f[1] or "").startswith("<")), frames[0])
-    return frame[0], frame[2]
-
-
-def _in_one_function(view):
-    """Every stack sample's own code (below any library frames) in one function, and nothing blocked."""
-    return len({_user_line(frames)[0] for frames, _n in view.stacks if frames}) == 1 and (
-        (view.thread.ctx or {}).get("voluntary") or 0) <= 1
-
-
-def _silent(proc):
-    """Its process made no read or write syscall in the window and wrote no file."""
-    if proc is None:
-        return True
-    io = proc.io or {}
-    return not (io.get("syscr") or io.get("syscw") or io.get("wchar")) and not any(file_changes(proc)[:2])
 
 
 def _compiler(proc):

@@ -72,6 +72,10 @@ _DECIDING = (
        decides="weak-root", blocks_progress=True, leads_summary=True, rests_on="closed"),
     _m("file-lock", say.file_lock, "edges.file_lock_holder", category="locks", decides="weak-root",
        leads_summary=True, rests_on="closed"),
+    # a wait beside a thread that died on an exception its output shows: before the poll rows
+    # and before orphaned-wait, which says only that no thread is left
+    _m("thread-died", polls.thread_died_text, "polls.thread_died", category="locks", decides="weak-root",
+       blocks_progress=True, leads_summary=True, rests_on="inferred"),
     # a poll loop beside a child that exited with a failure: the likely waker is dead (the loop's
     # own code does not say what it polls for)
     _m("child-exited", polls.child_exited_text, "polls.child_exited", category="subprocess", decides="weak-root",

@@ -92,6 +92,14 @@ def last_lines(capture, pid, n=MAX_LINES):
     return found[-n:]
 
 
+def output_lines(capture, pid):
+    """Every kept line the process wrote (stdout, stderr, its open logs), each stream in order."""
+    found = []
+    for stream in _tail_streams(capture, pid):
+        found += [line for line in (stream or {}).get("lines") or [] if line.strip()]
+    return found
+
+
 def error_lines(capture, pid):
     """The last lines the process wrote (stdout, stderr, its open logs) that report a failure."""
     found = []

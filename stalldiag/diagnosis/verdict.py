@@ -5,7 +5,7 @@ mechanism in the user's words, and when the root cause was reached through a lin
 of another category, which ("Blocked on storage I/O, through a lock: ...").
 """
 from .category import CATEGORIES, SUMMARY, categorize, is_lock_file as _is_lock_file  # noqa: F401
-from .progress import runaway
+from .motion import runaway
 from .registry import LEADS_SUMMARY, finding_of
 from .explain import detail_text, doing, frame_text, halted_phrase, pct, process_text
 

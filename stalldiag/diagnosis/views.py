@@ -5,7 +5,7 @@ walk asks for each thread's wait-for edges, does not import the graph that holds
 """
 from ..knowledge import frames as frame_table
 from . import kinds
-from .progress import stuck
+from .motion import stuck
 
 ACTIVITY_RANK = {k.name: k.rank for k in kinds.KINDS if k.rank}
 STRAGGLER_MARGIN = 20.0   # SM points a straggler's GPU must exceed the waiter's by

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
 from . import edges as edge_finders
-from .progress import stuck
+from .motion import stuck
 from .types import Edge, Finding
 
 MAX_CHAIN = 8
