@@ -536,5 +536,7 @@ def host_info():
         "kernel": platform.release(),
         "cpu_count": os.cpu_count(),
         "clk_tck": procfs.CLK_TCK,
+        # wall time of boot: a process's start_time (ticks since boot) as a date, its age
+        "boot_time": procfs.boot_time(),
         "python": sys.version.split()[0],
     }

@@ -112,3 +112,15 @@ def test_file_wait_tables_match_saved_captures():
                    and any(loop_re.search(w["code"]) for w in f[3]["within"]) for f in frames), library
     rows = {r.framework for r in table.FRAME_PATTERNS if r.kind == "file-wait"}
     assert set(table.FILE_WAIT_PATHS) <= rows
+
+
+@pytest.mark.parametrize("how,words", [("flock", "flock()"), ("lockf", "POSIX (fcntl/lockf)"),
+                                       ("ofd", "open-file-description (OFD)")])
+def test_a_lock_held_outside_the_job_names_its_holder_and_how_long_it_can_have_held_it(launch, tmp_path, how, words):
+    path = str(tmp_path / "ckpt.lock")
+    holder = launch("flock_held_outside.py", "hold", path, how, settle=0.1)
+    waiter = launch("flock_held_outside.py", "wait", path, how)
+    verdict = inspect_json(waiter.pid, "--children", duration=2)["verdict"]
+    assert verdict["category"] == "locks" and verdict["pid"] == holder.pid, verdict["summary"]
+    assert "%s lock on %s held by pid %d" % (words, path, holder.pid) in verdict["summary"]
+    assert "so it has held the lock at most that long" in verdict["summary"]

@@ -91,7 +91,26 @@ def file_lock(g, waiter, lock, blocked, holder_proc):
     return "%s %s for %s %s lock on %s held by %s, %s" % (
         waiter.label, "waits" if blocked else "retries between sleeps (its process has the file open)", mode,
         LOCK_TYPES.get(lock.get("type"), lock.get("type") or "file"), lock.get("path") or lock.get("dev_inode"),
-        proc_text(holder_proc, lock["holder_pid"]), where)
+        proc_text(holder_proc, lock["holder_pid"]), where) + _held_for(g, holder_proc)
+
+
+def _held_for(g, proc):
+    """"; it started 3 min ago: it has held the lock at most that long" (the kernel does not say
+    when a lock was taken; the holder's start time bounds it)."""
+    host, window = g.capture.get("host") or {}, g.capture.get("window") or {}
+    if proc is None or proc.start_time is None or not host.get("boot_time") or not window.get("start"):
+        return ""
+    started = host["boot_time"] + proc.start_time / float(host.get("clk_tck") or 100)
+    age = window["start"] + (window.get("duration_s") or 0) - started
+    if age < 0:
+        return ""
+    return "; it started %s before the window ended, so it has held the lock at most that long" % _duration(age)
+
+
+def _duration(seconds):
+    if seconds >= 7200:
+        return "%.1f h" % (seconds / 3600)
+    return "%.0f min" % (seconds / 60) if seconds >= 120 else "%.0f s" % seconds
 
 
 def lost_task(g, waiter, workers, replacements):
