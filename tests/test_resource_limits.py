@@ -145,3 +145,14 @@ def _replayed_report(name):
     from stalldiag.capture import load_report
     from stalldiag.report import build_report
     return build_report(load_report(str(FIXTURES / "captures" / (name + ".json"))))
+
+
+def test_a_loop_retrying_an_open_at_its_file_limit_names_the_limit(launch, tmp_path):
+    job = launch("resource_fd_limit_retry.py", tmp_path / "shards", settle=1.0)
+    report = inspect_json(job.pid, duration=2)
+    verdict = report["verdict"]
+    assert verdict["category"] == "io", verdict["summary"]
+    assert "Too many open files" in verdict["summary"]
+    assert "open files its RLIMIT_NOFILE allows" in verdict["summary"]
+    files = report["capture"]["resources"]["processes"][str(job.pid)]["open_files"]
+    assert files["limit"] == 64 and files["open"] >= 60

@@ -103,6 +103,8 @@ _DECIDING = (
 # Limits and neighbours: the why of a verdict of their category (resources.py), in the order the
 # summary names them.
 _QUALIFYING = (
+    # (category None: it qualifies a verdict of any category)
+    _m("fd-limit", resources.fd_limit_text, "resources.fd_limit", decides="qualifies"),
     _m("cpu-limit", resources.cpu_limit_text, "resources.cpu_limit", category="cpu", decides="qualifies"),
     _m("cpu-neighbour", resources.cpu_neighbour_text, "resources.cpu_contention", category="cpu", decides="qualifies"),
     _m("cpu-oversubscribed", resources.cpu_oversubscribed_text, "resources.cpu_contention", category="cpu",
@@ -162,7 +164,7 @@ def qualifiers_of(findings, category, most=2):
     """The sentences of the limits and neighbours found for a verdict of `category`, in the
     registry's order."""
     found = {f["kind"]: f["summary"] for f in findings}
-    return [found[kind] for kind, of in QUALIFIERS if of == category and kind in found][:most]
+    return [found[kind] for kind, of in QUALIFIERS if of in (category, None) and kind in found][:most]
 
 
 def report_kind(kind):

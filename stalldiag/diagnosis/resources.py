@@ -257,7 +257,26 @@ def pcie(g, view):
     return Finding.about("pcie-bound", view, waiter=view, pinned=pinned, rx_Bps=rx, line=line.strip())
 
 
-DETECTORS = (cpu_limit, cpu_contention, io, memory, gpu_memory, gpu_neighbour, pcie)
+FD_FULL = 0.95   # share of RLIMIT_NOFILE in use: the next open, pipe or socket fails (EMFILE)
+
+
+def fd_limit(g, view):
+    """fd-limit: a process of the job holds (nearly) as many fds as its RLIMIT_NOFILE allows:
+    whatever it opens next (a file, a pipe, a socket, a shared-memory handle) fails with EMFILE."""
+    res = _resources(g)
+    if res is None:
+        return None
+    full = []
+    for pid, info in sorted((res.get("processes") or {}).items()):
+        files = info.get("open_files") or {}
+        if files.get("limit") and files["open"] >= FD_FULL * files["limit"]:
+            full.append((int(pid), files["open"], files["limit"]))
+    if not full:
+        return None
+    return Finding.about("fd-limit", view, full=full)
+
+
+DETECTORS = (fd_limit, cpu_limit, cpu_contention, io, memory, gpu_memory, gpu_neighbour, pcie)
 
 
 def detect(g, view):
@@ -266,6 +285,13 @@ def detect(g, view):
 
 
 # -- what each finding says (the registry's `says`) -------------------------------------------
+
+def fd_limit_text(g, full):
+    return "%s: whatever %s next (a file, a pipe, a socket, a batch passed through shared memory) " \
+           "fails with EMFILE (Too many open files)" % ("; ".join(
+               "pid %d holds %d of the %d open files its RLIMIT_NOFILE allows" % row for row in full[:3]),
+               "it opens" if len(full) == 1 else "they open")
+
 
 def cpu_limit_text(g, waiter, allowed, host_cpus, how, others):
     idle = [cpu for cpu, share in sorted(others.items()) if share is not None and share < IDLE_CPU]

@@ -43,8 +43,8 @@ ERROR_WORDS = [
     # a failure that names its resource first: a full disk, GPU memory, a server's 5xx
     (re.compile(r"CUDA out of memory|OutOfMemoryError|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED|"
                 r"out of memory on device|CUDA error: out of memory", re.I), "cuda"),
-    (re.compile(r"No space left on device|ENOSPC|Errno 28\b|Disk quota exceeded|EDQUOT|Read-only file system|EROFS",
-                re.I), "io"),
+    (re.compile(r"Too many open files|EMFILE|Errno 24\b|No space left on device|ENOSPC|Errno 28\b|"
+                r"Disk quota exceeded|EDQUOT|Read-only file system|EROFS", re.I), "io"),
     (re.compile(r"Connection refused|ECONNREFUSED|Errno 111\b|(HTTP|status|code)\W{0,3}5\d\d\b|\b5\d\d (Internal|Server|"
                 r"Service|Bad Gateway|Gateway)|Service Unavailable|Bad Gateway|Gateway Time-?out|Internal Server Error",
                 re.I), "network"),

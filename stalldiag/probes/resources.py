@@ -289,6 +289,19 @@ def process_counters(proc="/proc"):
     return found
 
 
+def open_files(pid, proc="/proc"):
+    """{"open", "limit"}: the fds a process holds and its soft RLIMIT_NOFILE (/proc/PID/limits)."""
+    try:
+        count = len(os.listdir("%s/%d/fd" % (proc, pid)))
+    except OSError:
+        return None
+    limit = None
+    for line in (_read("%s/%d/limits" % (proc, pid)) or "").splitlines():
+        if line.startswith("Max open files"):
+            limit = _int(line[len("Max open files"):].split()[0])
+    return {"open": count, "limit": limit}
+
+
 def _affinity(pid):
     try:
         return sorted(os.sched_getaffinity(pid))
@@ -349,7 +362,8 @@ class ResourceProbe:
             text = _read("%s/%d/cgroup" % (self.proc, pid))
             if text is None:
                 continue
-            processes[str(pid)] = {"affinity": _affinity(pid), "cgroup": cgroup_limits(text, mounts)}
+            processes[str(pid)] = {"affinity": _affinity(pid), "cgroup": cgroup_limits(text, mounts),
+                                   "open_files": open_files(pid, self.proc)}
         host = {"cpus": len(last["cpus"]), "memory": meminfo(_read(self.proc + "/meminfo")),
                 "cpu_busy": {}, "disks": {}}
         for cpu, (busy, total) in last["cpus"].items():
