@@ -84,7 +84,15 @@ class SocketTable:
         a socket a thread waits on, so this costs nothing more."""
         ends = {(s["local"], s["remote"]): inode for inode, s in self._by_inode.items()
                 if s.get("proto") == "tcp" and s.get("state") == "ESTABLISHED" and inode}
-        return {inode: ends[(remote, local)] for (local, remote), inode in ends.items() if (remote, local) in ends}
+        peers = {inode: ends[(remote, local)] for (local, remote), inode in ends.items() if (remote, local) in ends}
+        # A connected UDP socket (a client that connect()ed to a local service) and the socket
+        # bound to the address it sends to: the service that is to answer it.
+        bound = {s["local"]: inode for inode, s in self._by_inode.items() if s.get("proto") == "udp" and inode}
+        for inode, s in self._by_inode.items():
+            remote = s.get("remote") or ""
+            if s.get("proto") == "udp" and inode and not remote.endswith(":0") and remote in bound:
+                peers.setdefault(inode, bound[remote])
+        return peers
 
     def listener(self, address):
         """Inode of the listening TCP socket that takes connections to address ("ip:port"),

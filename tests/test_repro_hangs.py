@@ -48,7 +48,15 @@ def _needs(row):
     return None
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
+# Still wrong, with why: the replay of their recorded captures holds them as wrong (a strict
+# xfail in test_reproduced_hangs_replay.py); live, some are right on a lucky run (a loaded
+# machine makes ri_cpuset's threads wait for a CPU), so a live run of them proves nothing
+from test_reproduced_hangs_replay import KNOWN_WRONG  # noqa: E402
+STILL_WRONG = {rid: why for rid, why in KNOWN_WRONG.items() if rid.startswith(("rh_", "ri_", "rj_"))}
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, marks=pytest.mark.skip(reason="still wrong: " + STILL_WRONG[r["id"]]))
+                                 if r["id"] in STILL_WRONG else r for r in ROWS], ids=[r["id"] for r in ROWS])
 def test_reproduced_hang(row, tmp_path):
     reason = _needs(row)
     if reason:

@@ -284,3 +284,27 @@ def test_a_wait_whose_waker_thread_died_names_the_thread_and_its_exception_on_ev
     assert verdict["category"] == "locks", verdict["summary"]
     assert "thread 'index-loader' was to do, and that thread died on KeyError: 'validation'" in verdict["summary"]
     assert verdict["progress"]["state"] == "no progress seen"
+
+
+def test_a_client_of_a_local_udp_service_whose_handler_deadlocked_is_the_services_deadlock_on_every_python(
+        launch, target_python):
+    minor, python = target_python
+    job = launch_with(launch, python, "udp_server_handler_deadlock.py", settle=0.8)
+    verdict = inspect_json(job.pid, "--children", duration=2)["verdict"]
+    assert verdict["category"] == "locks", verdict["summary"]
+    assert verdict["pid"] != job.pid and "deadlock" in verdict["summary"].lower()
+
+
+def test_a_poll_on_pipes_a_daemon_still_holds_names_the_daemon_on_every_python(launch, target_python):
+    minor, python = target_python
+    job = launch_with(launch, python, "pipes_held_by_daemon.py", settle=1.5)
+    report = inspect_json(job.pid, "--children", duration=2)
+    verdict = report["verdict"]
+    try:
+        assert verdict["category"] == "subprocess", verdict["summary"]
+        daemon = next(p for p in report["capture"]["processes"] if p["pid"] == verdict["pid"])
+        assert daemon.get("outside_tree") and "os.setsid()" in " ".join(daemon["cmdline"]), verdict["summary"]
+        assert "waits for pid %d" % verdict["pid"] in verdict["summary"]
+    finally:
+        if verdict.get("pid") and verdict["pid"] != job.pid:
+            os.kill(verdict["pid"], 9)   # the daemon left its session: the launch fixture cannot reach it

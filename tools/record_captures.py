@@ -48,6 +48,7 @@ CASES = {
     "prompt_code": (py("prompt_under_launcher.py", "code"), 1.5, 2),
     "prompt_input": (py("prompt_under_launcher.py", "input"), 1.5, 2),
     "tcp_server_handler_deadlock": (py("tcp_server_handler_deadlock.py"), 1.5, 2),
+    "udp_server_handler_deadlock": (py("udp_server_handler_deadlock.py"), 1.5, 2),
     "thread_died_event": (py("thread_waker_died.py", os.path.join(TMP, "event.log"), "event"), 0.8, 2),
     "thread_died_poll": (py("thread_waker_died.py", os.path.join(TMP, "poll.log"), "poll"), 0.8, 2),
     "thread_died_spin": (py("thread_waker_died.py", os.path.join(TMP, "spin.log"), "spin"), 0.8, 3),

@@ -427,8 +427,8 @@ def tcp_peer(g, view):
                 continue
             serving = set(waited_targets(thread)) & set(peers)
             if serving or g.halted(thread) or thread.kind in WORKING_KINDS or (
-                    thread.kind in STUCK_HANDLER_KINDS and thread.share >= 0.8 and (
-                        thread.kind == "lock" or not library_only(thread))):
+                    thread.kind in STUCK_HANDLER_KINDS and thread.share >= 0.8
+                    and frame_table.serves_requests(thread.top_stack)):
                 out.append(Edge(view, thread, "peer", {"via": "tcp", "target": target}, process=True))
             else:
                 # it holds the other end, but nothing of it reads or works: it does not answer

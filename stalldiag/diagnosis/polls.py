@@ -101,7 +101,15 @@ def thread_died_text(g, waiter, dead):
     return ("%s %s at %s for what thread '%s' was to do, and that thread died on %s (its traceback is in "
             "the job's output) and is no longer alive: nothing will end the wait" % (
                 waiter.label, "spins" if waiter.kind == "cpu" else "waits", frame_text(waiter.user_frame()) or "?",
-                name, error))
+                name, error)) + _orphaned(g, waiter)
+
+
+def _orphaned(g, waiter):
+    """What the walk found of the same wait: "; no thread is left to end the wait: ..." """
+    orphan = next((f for f in g.findings if f["kind"] == "orphaned-wait" and f.get("tid") == waiter.tid), None)
+    if orphan is None or ", and " not in orphan["summary"]:
+        return ""
+    return "; " + orphan["summary"].split(", and ", 1)[1].split(". Nothing will", 1)[0]
 
 
 def child_exited_text(g, waiter, dead):

@@ -42,7 +42,10 @@ def summary_of(d, category, focus, culprit, through=None):
     if culprit.kind == "tty":
         return "Blocked on terminal input%s: %s" % (", through %s" % through if through else "", _prompt(d, culprit))
     if culprit.kind == "prompt":
-        return "Waiting for a person%s: %s" % (", through %s" % through if through else "", _person(d, culprit))
+        detail = culprit.top_detail() or {}
+        tty = ((detail.get("fd") if isinstance(detail, dict) else None) or {}).get("kind") == "tty"
+        return "%s%s: %s" % ("Blocked on terminal input" if tty else "Waiting for a person",
+                             ", through %s" % through if through else "", _person(d, culprit))
     special = _mechanism(d, category, focus, culprit)
     if special:
         return "%s: %s" % (head, special)

@@ -314,6 +314,17 @@ def touches_device(code):
 LOCK_FILE_SUFFIXES = (".lock", "/lock", ".lck")
 
 
+# Functions that serve a request (socketserver, multiprocessing managers, http.server, a user's
+# own handle()/serve()): a server thread stuck on a lock in one is the handler a client waits for
+SERVER_HANDLER = re.compile(r"(^|\.)(handle\w*|serve\w*|process_request\w*|finish_request|dispatch_request|"
+                            r"_handle_request|on_request|on_message)$")
+
+
+def serves_requests(stack):
+    """A stack inside a request handler (SERVER_HANDLER)."""
+    return any(SERVER_HANDLER.search(frame[0] or "") for frame in stack or [])
+
+
 def source_kind(code):
     """The kind of wait a user's source line implies, or None."""
     for _framework, regex, kind, _meaning in SOURCE_PATTERNS:
