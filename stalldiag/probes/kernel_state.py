@@ -220,9 +220,10 @@ def _add_rss(pid, mappings):
 
 # --- cgroups -------------------------------------------------------------------------
 
-def cgroup_mounts(mountinfo=None):
-    """{"v2": mountpoint, "cpu": ..., "freezer": ...} from our /proc/self/mountinfo,
-    with each mount's root so paths from /proc/PID/cgroup can be made relative to it."""
+def cgroup_mounts(mountinfo=None, controllers=("cpu", "freezer")):
+    """{"v2": mountpoint, "cpu": ..., "freezer": ...} from our /proc/self/mountinfo (the v1
+    controllers asked for), with each mount's root so paths from /proc/PID/cgroup can be made
+    relative to it."""
     if mountinfo is None:
         mountinfo = _read("/proc/self/mountinfo") or ""
     mounts = {}
@@ -238,7 +239,7 @@ def cgroup_mounts(mountinfo=None):
             mounts.setdefault("v2", (point, root))
         elif fstype == "cgroup":
             for option in tail[2].split(","):
-                if option in ("cpu", "freezer"):
+                if option in controllers:
                     mounts.setdefault(option, (point, root))
     return mounts
 
@@ -246,8 +247,11 @@ def cgroup_mounts(mountinfo=None):
 def proc_cgroups(pid, on_error=None):
     """{controller: path} from /proc/PID/cgroup; the v2 hierarchy is under key ""."""
     text = _read(procfs.task_dir(pid) + "/cgroup", on_error, "cgroup")
-    if text is None:
-        return None
+    return None if text is None else parse_proc_cgroups(text)
+
+
+def parse_proc_cgroups(text):
+    """{controller: path} of the text of a /proc/PID/cgroup; the v2 hierarchy under key ""."""
     paths = {}
     for line in text.splitlines():
         parts = line.split(":", 2)

@@ -16,6 +16,7 @@ import os
 import time
 
 from .. import redact
+from . import kernel_state
 
 NEIGHBOURS = 8            # most CPU-hungry and most I/O-heavy other processes kept, each
 NEIGHBOUR_CPU_SHARE = 0.05
@@ -64,51 +65,12 @@ def cpu_list(text):
 
 def cgroup_mounts(mountinfo):
     """{"v2": (point, root), "cpuset": (point, root), "memory": ..., "blkio": ..., "cpu": ...}."""
-    mounts = {}
-    for line in (mountinfo or "").splitlines():
-        left, sep, right = line.partition(" - ")
-        fields, tail = left.split(), right.split()
-        if not sep or len(fields) < 5 or len(tail) < 3:
-            continue
-        root, point, fstype = fields[3], fields[4], tail[0]
-        if fstype == "cgroup2":
-            mounts.setdefault("v2", (point, root))
-        elif fstype == "cgroup":
-            for option in tail[2].split(","):
-                if option in CGROUP_V1:
-                    mounts.setdefault(option, (point, root))
-    return mounts
+    return kernel_state.cgroup_mounts(mountinfo or "", controllers=CGROUP_V1)
 
 
-def process_cgroups(text):
-    """{controller: path} of /proc/PID/cgroup; the v2 hierarchy under "" ."""
-    paths = {}
-    for line in (text or "").splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        if parts[0] == "0" and parts[1] == "":
-            paths[""] = parts[2]
-        for controller in parts[1].split(","):
-            if controller:
-                paths[controller] = parts[2]
-    return paths
-
-
-def _directory(mount, path):
-    point, root = mount
-    if root != "/" and (path == root or path.startswith(root + "/")):
-        path = path[len(root):]
-    return point + (path if path != "/" else "")
-
-
-def _up(directory, point):
-    """directory and its ancestors up to the mount point: a limit set on any of them applies."""
-    while True:
-        yield directory
-        if directory == point or len(directory) <= len(point):
-            return
-        directory = os.path.dirname(directory)
+process_cgroups = kernel_state.parse_proc_cgroups
+_directory = kernel_state._cgroup_dir
+_up = kernel_state._ancestors
 
 
 def _nearest(directory, point, reader):
