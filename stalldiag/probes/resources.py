@@ -39,13 +39,7 @@ def _int(text):
         return None
 
 
-def _key_values(text):
-    values = {}
-    for line in (text or "").splitlines():
-        parts = line.split()
-        if len(parts) == 2:
-            values[parts[0]] = _int(parts[1]) if _int(parts[1]) is not None else parts[1]
-    return values
+_key_values = kernel_state._key_values
 
 
 def cpu_list(text):
