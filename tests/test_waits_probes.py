@@ -124,3 +124,13 @@ def test_a_lock_held_outside_the_job_names_its_holder_and_how_long_it_can_have_h
     assert verdict["category"] == "locks" and verdict["pid"] == holder.pid, verdict["summary"]
     assert "%s lock on %s held by pid %d" % (words, path, holder.pid) in verdict["summary"]
     assert "so it has held the lock at most that long" in verdict["summary"]
+
+
+@pytest.mark.parametrize("how", ["flock", "lockf", "ofd"])
+def test_a_lock_holder_that_retries_in_a_loop_still_holds_the_lock(launch, tmp_path, how):
+    path = str(tmp_path / "ckpt.lock")
+    holder = launch("lock_holder_retry_loop.py", path, how, settle=0.3)
+    waiter = launch("flock_held_outside.py", "wait", path, how)
+    verdict = inspect_json(waiter.pid, "--children", duration=2)["verdict"]
+    assert verdict["category"] == "locks" and verdict["pid"] == holder.pid, verdict["summary"]
+    assert "lock_holder_retry_loop.py" in verdict["summary"] and "held by pid %d" % holder.pid in verdict["summary"]
