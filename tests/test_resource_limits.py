@@ -107,9 +107,7 @@ def test_the_probe_reads_this_host_and_names_no_process_of_ours_a_neighbour():
 # -- the GPU cases, captured on an H200 (tools/gpu_proof.sh) and replayed ----------------------
 
 def _replayed(name):
-    from stalldiag.capture import load_report
-    from stalldiag.report import build_report
-    return build_report(load_report(str(FIXTURES / "captures" / (name + ".json"))))["verdict"]
+    return _replayed_report(name)["verdict"]
 
 
 def test_a_gpu_shared_with_another_users_process_names_it_with_its_sm_share():

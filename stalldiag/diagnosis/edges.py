@@ -29,8 +29,8 @@ from collections import Counter
 
 from ..knowledge import frames as frame_table
 from .gpu import devices_of
-from .views import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, STUCK_HANDLER_KINDS, accepting, co_waiter, idle_helper, in_file_lock,
-                    library_only, waited_targets)
+from .views import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, accepting, co_waiter, idle_helper,
+                    in_file_lock, library_only, stuck_handler, waited_targets)
 from .locks import (LOCK_NAME, futex_word, held_in_window, held_locks, holds_same, lock_intent, self_held,
                     shared_futex)
 from .motion import STUCK_SHARE, stuck
@@ -426,9 +426,7 @@ def tcp_peer(g, view):
             if thread is None:
                 continue
             serving = set(waited_targets(thread)) & set(peers)
-            if serving or g.halted(thread) or thread.kind in WORKING_KINDS or (
-                    thread.kind in STUCK_HANDLER_KINDS and thread.share >= 0.8
-                    and frame_table.serves_requests(thread.top_stack)):
+            if serving or g.halted(thread) or thread.kind in WORKING_KINDS or stuck_handler(thread):
                 out.append(Edge(view, thread, "peer", {"via": "tcp", "target": target}, process=True))
             else:
                 # it holds the other end, but nothing of it reads or works: it does not answer

@@ -22,7 +22,7 @@ from .state import RUNNING_SHARE, classify, process_condition
 from . import kinds
 from .threads import thread_views
 from .types import Window, processes
-from .views import ACTIVITY_RANK, STUCK_HANDLER_KINDS, idle_helper, waited_targets
+from .views import ACTIVITY_RANK, idle_helper, stuck_handler, waited_targets
 
 
 
@@ -246,8 +246,7 @@ class WaitGraph:
             # something else (a lock), not its acceptor nor a thread that reads another connection.
             # (a library's own thread waiting on a condition, a queue's feeder, is idle: only a
             # lock wait counts there)
-            stuck = [v for v in views if v.share >= 0.8 and v.kind in STUCK_HANDLER_KINDS
-                     and frame_table.serves_requests(v.top_stack)]
+            stuck = [v for v in views if stuck_handler(v)]
             if stuck:
                 return max(stuck, key=self.weight)
         return self.most_telling_thread(pid)

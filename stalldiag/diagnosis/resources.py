@@ -38,6 +38,11 @@ def _resources(g):
     return found if found.get("available") else None
 
 
+def _process(res, pid):
+    """The resource probe's record of one process: {"affinity", "cgroup", "open_files"}."""
+    return (res.get("processes") or {}).get(str(pid)) or {}
+
+
 def job_pids(g):
     return [pid for pid, proc in g.procs.items() if not proc.outside_tree]
 
@@ -61,7 +66,7 @@ def short_command(command, limit=100):
 
 def allowed_cpus(res, pid):
     """The CPUs a process may run on: its affinity within its cgroup's cpuset; None if unknown."""
-    info = (res.get("processes") or {}).get(str(pid)) or {}
+    info = _process(res, pid)
     cpus = set(info.get("affinity") or [])
     cpuset = set((info.get("cgroup") or {}).get("cpus") or [])
     if cpus and cpuset:
@@ -75,7 +80,7 @@ def _waits_for_cpu(view):
 
 
 def _cpu_limit_how(res, pid, allowed):
-    info = (res.get("processes") or {}).get(str(pid)) or {}
+    info = _process(res, pid)
     cpuset = (info.get("cgroup") or {}).get("cpus")
     if cpuset and len(cpuset) == len(allowed) and len(cpuset) < res["host"]["cpus"]:
         return "its cgroup's cpuset %s" % _cpus_text(cpuset)
@@ -135,7 +140,7 @@ def io(g, view):
     res = _resources(g)
     if res is None or not _storage_wait(view):
         return None
-    limits = ((res.get("processes") or {}).get(str(view.pid)) or {}).get("cgroup") or {}
+    limits = _process(res, view.pid).get("cgroup") or {}
     if limits.get("io"):
         device, rule = sorted(limits["io"].items())[0]
         return Finding.about("io-throttled", view, waiter=view, device=device, rule=rule,
@@ -158,7 +163,7 @@ def memory(g, view):
     res = _resources(g)
     if res is None or not _storage_wait(view):
         return None
-    limits = ((res.get("processes") or {}).get(str(view.pid)) or {}).get("cgroup") or {}
+    limits = _process(res, view.pid).get("cgroup") or {}
     mem = limits.get("memory") or {}
     if not mem.get("limit") or not mem.get("usage") or mem["usage"] < MEMORY_FULL * mem["limit"]:
         return None

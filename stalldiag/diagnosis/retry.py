@@ -27,17 +27,22 @@ def retrying(capture, view):
         and table.category_of_text(loop.get("code")) is not None
     # an error its output names by resource (No space left on device, Connection refused, CUDA
     # out of memory, an HTTP 5xx) shows the call its loop retries, with or without an except
-    named = any(pattern.search(line) for line in lines for pattern in table.ERROR_WORDS_OF.values())
+    named = any(_names_resource(line) for line in lines)
     if not (library or handlers or polls or (loop and (failures or named))):
         return None
     if named:   # the line that names the error is the one to quote (it is said last)
-        lines = sorted(lines, key=lambda line: any(p.search(line) for p in table.ERROR_WORDS_OF.values()))
+        lines = sorted(lines, key=_names_resource)
     # failing: something shows the call fails (counted failures, error lines, a helper that
     # retries only on failure, a loop polling a call); an except clause alone shows it could
     return {"where": frame, "loop": loop or None, "handlers": handlers, "library": library,
             "failures": failures, "lines": lines, "failing": bool(failures or lines or library or polls),
             "category": _category(failures, handlers + list(loop.get("tried") or []), loop.get("code"), lines,
                                   library)}
+
+
+def _names_resource(line):
+    """An error line that names its resource (No space left on device, Connection refused, ...)."""
+    return any(pattern.search(line) for pattern in table.ERROR_WORDS_OF.values())
 
 
 def _retrying_loop(view, depth=4):

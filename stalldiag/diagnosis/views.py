@@ -27,6 +27,12 @@ def idle_helper(view):
 STUCK_HANDLER_KINDS = ("lock", "condition", "semaphore", "future", "queue-put", "thread-join")
 
 
+def stuck_handler(view):
+    """A server thread stuck (a lock, a condition, a join ...) inside a request handler: the
+    handler a client of that server waits for, when none of its threads reads the connection."""
+    return view.kind in STUCK_HANDLER_KINDS and view.share >= 0.8 and frame_table.serves_requests(view.top_stack)
+
+
 def accepting(view):
     """A server thread waiting in accept() for a client: it holds no lock and serves no
     connection, so it is never the thread a waiter waits for."""
