@@ -79,7 +79,7 @@ class ThreadView:
         self.details = details
         self.stacks = _expand_stacks(thread.stack_samples, capture)
         self.n_stack_samples = sum(n for _s, n in self.stacks)
-        self.top_stack, self.top_stack_count = (self.stacks_by_count()[0] if self.stacks else (None, 0))
+        self.top_stack, self.top_stack_count = _top_stack(self.stacks_by_count())
         self.frame_matches = frame_table.match_stack(self.top_stack) if self.top_stack else []
         self.frame_kind = _wait_frame_kind(self.top_stack, self.frame_matches)
         self.context_share = _context_share(self.stacks, self.n_stack_samples)
@@ -169,6 +169,13 @@ class ThreadView:
     @property
     def active(self):
         return self.kind not in IDLE_KINDS
+
+
+def _top_stack(by_count):
+    """The thread's most common stack that has frames.  py-spy reports a thread with no Python
+    frames while it is between frames (on 3.13 often, under a tight loop); those samples say
+    nothing about where it is, and must not hide the line it spins at."""
+    return next(((frames, n) for frames, n in by_count if frames), by_count[0] if by_count else (None, 0))
 
 
 def _wait_frame_kind(stack, matches):
