@@ -111,3 +111,15 @@ def test_rendezvous_waiting_for_a_rank_never_launched(launch):
     assert report["verdict"]["category"] == "collective"
     missing = next(f for f in report["findings"] if f["kind"] == "missing-ranks")
     assert "ranks 1 of world size 2" in missing["summary"]
+
+
+def test_a_batch_a_worker_could_not_send_leaves_the_loop_waiting_on_idle_workers(launch):
+    w = launch("dataloader_lost_batch.py", settle=1.0)
+    report = inspect_json(w.pid, "--children", duration=3)
+    verdict = report["verdict"]
+    workers = [p["pid"] for p in report["processes"] if p["role"] == "dataloader-worker"]
+    assert len(workers) == 2
+    assert verdict["category"] == "subprocess" and verdict["pid"] == w.pid, verdict["summary"]
+    assert "idle, waiting on their index queues" in verdict["summary"], verdict["summary"]
+    assert all("pid %d" % pid in verdict["summary"] for pid in workers), verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"

@@ -36,9 +36,6 @@ KNOWN_WRONG = {
     "ri_cpuset_shrunk_omp_threads": "a child's OpenMP threads spin-wait on each other in a cpuset shrunk to one "
                                     "CPU: they look like computing (running), not waiting for a CPU, so the chain "
                                     "ends at a computing child: 'Waiting on a child program'",
-    "rj_dataloader_nofile_limit": "DataLoader workers that silently drop batches on EMFILE: the loop waits on "
-                                  "workers that wait on it, read as a deadlock across processes; the fd limit "
-                                  "(RLIMIT_NOFILE) is not read yet",
     "rj_stale_moto_port": "a thread died on 'Address already in use' before the window, and its traceback went "
                           "to a stdout nobody keeps (/dev/null under the runner): a sleep loop polling a flag "
                           "with no visible waker reads as sleep",

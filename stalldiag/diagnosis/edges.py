@@ -22,7 +22,7 @@ Edge kinds:
   rank         the rank that is not in the collective (stopped, elsewhere)
   straggler    the rank whose GPU still computes while the others wait in a collective
   compiler     the compiler a compiling thread drives (the compiling thread stays the end)
-  (terminal)   held-at-fork, orphaned, pool-deadlock, lost-task, missed-task-done: nothing
+  (terminal)   held-at-fork, orphaned, pool-deadlock, lost-task, lost-batch, missed-task-done: nothing
                will end the wait
 """
 from collections import Counter
@@ -34,6 +34,7 @@ from .views import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, acceptin
 from .locks import (LOCK_NAME, futex_word, held_in_window, held_locks, holds_same, lock_intent, self_held,
                     shared_futex)
 from .motion import STUCK_SHARE, stuck
+from .polls import feeder_failed
 from . import kinds
 from .threads import THREAD_WAIT_KINDS
 from .types import Edge, Finding
@@ -469,6 +470,14 @@ def waited_workers(g, view):
         return waited_peer(g, view)
     threads = [g.main_thread(p.pid) for p in mine]
     threads = [t for t in threads if t is not None]
+    if threads and stuck(view) and all(frame_table.idle_dataloader_worker(t.top_stack) and stuck(t)
+                                       and not g.halted(t) for t in threads):
+        # every worker waits for an index while the loop waits for a batch: none is making it.
+        # A worker whose queue feeder failed to send it (EMFILE passing its tensors, an
+        # unpicklable sample) drops the batch and goes on, and the loop waits for it for ever.
+        error = feeder_failed(g, [view.pid] + [t.pid for t in threads])
+        return [Edge(view, None, "lost-batch", findings=[Finding.about("lost-batch", view, waiter=view,
+                                                                        workers=threads, error=error)])]
     threads.sort(key=lambda v: (g.halted(v), g.weight(v), v.cpu_seconds or 0), reverse=True)
     kinds = Counter(t.kind for t in threads)
     return [Edge(view, t, "workers", {"workers": threads, "kinds": kinds}, process=True) for t in threads]

@@ -124,6 +124,18 @@ def lost_task(g, waiter, workers, replacements):
                 if replacements else ""))
 
 
+def lost_batch(g, waiter, workers, error):
+    why = ("; the job's output shows a worker's queue feeder failed to send one: %s" % error if error else
+           ". A worker drops a batch it cannot send (its queue feeder fails: too many open files to pass its "
+           "tensors, a sample that does not pickle) and goes on; the traceback goes to its stderr")
+    return ("%s waits for a batch at %s, but the %s (%s) %s idle, waiting on %s index queue%s: none is making it, "
+            "so it will never come%s" % (
+                waiter.label, frame_text(waiter.user_frame()) or "?",
+                "%d DataLoader workers" % len(workers) if len(workers) > 1 else "one DataLoader worker",
+                ", ".join("pid %d" % w.pid for w in workers), "are" if len(workers) > 1 else "is",
+                "their" if len(workers) > 1 else "its", _s(workers), why))
+
+
 def straggler(g, straggler, waiter, gpu, waiter_gpu):
     roles = g.roles
     return ("%s is the straggler: its GPU %d computes (SM %.0f%%, tensor %.0f%%) while %s's GPU %d only waits "

@@ -67,6 +67,22 @@ def died_threads(g, pid):
     return [(name, error) for name, error in found if error]
 
 
+def feeder_failed(g, pids):
+    """The exception line of the last traceback, in these processes' output, that went through
+    a multiprocessing queue's feeder thread (`_feed`): a message the queue dropped, or None."""
+    from .retry import output_lines
+    found, in_feed = None, False
+    for pid in pids:
+        for line in output_lines(g.capture, pid):
+            if line.startswith("Traceback"):
+                in_feed = False
+            elif line.lstrip().startswith("File ") and line.rstrip().endswith(", in _feed"):
+                in_feed = True
+            elif in_feed and not line.startswith((" ", "\t")) and EXCEPTION_LINE.match(line):
+                found, in_feed = line.strip(), False
+    return found
+
+
 def thread_died(g, view):
     """A waiting, polling or spinning thread beside a thread of its process that died on an
     exception its output shows, and that is no longer alive."""

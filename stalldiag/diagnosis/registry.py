@@ -59,6 +59,8 @@ _DECIDING = (
        leads_summary=True, rests_on="closed"),
     _m("lost-task", say.lost_task, "edges.waited_workers", category="subprocess", blocks_progress=True,
        leads_summary=True, rests_on="closed"),
+    _m("lost-batch", say.lost_batch, "edges.waited_workers", category="subprocess", blocks_progress=True,
+       leads_summary=True, rests_on="closed"),
     _m("waker-exited", say.waker_exited, "edges.waker_exited", category="subprocess", blocks_progress=True,
        leads_summary=True, rests_on="closed"),
     _m("barrier-incomplete", say.barrier_incomplete, "evidence.barrier_incomplete", blocks_progress=True,

@@ -29,6 +29,7 @@ _P = FramePattern
 # The loop of a thread that runs the tasks of a pool, and what the pool is.
 THREAD_POOL_WORKER = (r"concurrent/futures/thread\.py$", r"^_worker$")
 PROCESS_POOL_WORKER = (r"multiprocessing/pool\.py$", r"^worker$")
+DATALOADER_WORKER = (r"torch/utils/data/_utils/worker\.py$", r"^_worker_loop$")
 POOL_WORKER_FRAMES = ((THREAD_POOL_WORKER, "a concurrent.futures.ThreadPoolExecutor"),
                       (PROCESS_POOL_WORKER, "a multiprocessing pool"))
 
@@ -86,7 +87,7 @@ def in_event_loop_wait(stack):
 # A multiprocessing.Pool: waits for a result, and a worker idle between tasks (in the pool's
 # worker loop, every frame above it a wait on the task queue).
 POOL_RESULT_WAIT = ((r"multiprocessing/pool\.py$", r"^((ApplyResult|MapResult)\.)?(get|wait)$|^(IMapIterator\.)?next$"),)
-TASK_QUEUE_FILES = r"multiprocessing/(queues|synchronize|connection)\.py$"
+TASK_QUEUE_FILES = r"multiprocessing/(queues|synchronize|connection)\.py$|(^|/)selectors\.py$"   # (a get with a timeout polls)
 # The thread of a process pool that waits for its workers' results (and replaces dead workers).
 POOL_MANAGER = ((r"concurrent/futures/process\.py$", r"^(_ExecutorManagerThread\.)?(run|wait_result_broken_or_wakeup)$|"
                  r"^_queue_management_worker$"),
@@ -114,12 +115,18 @@ def lock_poll_frame(stack, depth=4):
     return next((f for f in python if LOCK_POLL_FUNCTION.search(f[0] or "")), None)
 
 
-def idle_pool_worker(stack):
-    """A multiprocessing.Pool worker waiting for its next task."""
+def idle_pool_worker(stack, loop=PROCESS_POOL_WORKER):
+    """A multiprocessing.Pool worker (or, with loop=DATALOADER_WORKER, a DataLoader worker)
+    waiting for its next task: only queue code above its loop."""
     for depth, frame in enumerate(stack or []):
-        if _matches(frame, PROCESS_POOL_WORKER):
+        if _matches(frame, loop):
             return depth > 0 and all(re.search(TASK_QUEUE_FILES, f[1] or "") for f in stack[:depth])
     return False
+
+
+def idle_dataloader_worker(stack):
+    """A DataLoader worker waiting on its index queue for the next batch to make."""
+    return idle_pool_worker(stack, DATALOADER_WORKER)
 
 
 def idle_thread_pool_worker(stack):
