@@ -22,6 +22,7 @@ own (registry.py).
 from ..knowledge.frames import LOCK_FILE_SUFFIXES
 from .registry import CATEGORY_OF, WEAK_ROOT_CATEGORY_OF
 from . import kinds
+from .motion import runaway
 
 CATEGORIES = ("locks", "io", "compilation", "cuda", "collective", "network", "subprocess",
               "cpu", "sleep", "unknown")
@@ -69,7 +70,9 @@ def root_kind(d, view):
         return "lock"
     if not wait and d.retry(view):
         return "retry"
-    if view.kind == "cpu" and view.state is not None and view.state.condition == "throttled":
+    if view.kind == "cpu" and view.state is not None and view.state.condition == "throttled" and \
+            not runaway(view, d.procs.get(view.pid)):
+        # (a spin kept from a CPU is still a spin: more CPU would not end it)
         return "cpu-starved"
     return view.kind if view.kind in ROOTS else "unknown"
 

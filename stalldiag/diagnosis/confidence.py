@@ -97,7 +97,9 @@ def assess(d, focus, culprit, category, progress):
         level = _lower(level, "medium")
         reasons.append("its Python stacks could not be read (%s)" % python.get("reason"))
         settle.append("root or CAP_SYS_PTRACE (or kernel.yama.ptrace_scope=0), for Python stacks")
-    contended = [v for v in (focus, culprit) if v.state is not None and v.state.condition == "throttled"]
+    # (a spin kept from a CPU spins at the same line once it runs: its wait changes nothing)
+    contended = [v for v in (focus, culprit) if v.state is not None and v.state.condition == "throttled"
+                 and not runaway(v, d.procs.get(v.pid))]
     if contended and category not in ("cpu",):
         level = _lower(level, "medium")
         reasons.append("%s waited for a CPU much of the window: what it does may change once it runs"

@@ -75,8 +75,10 @@ def spins(view, proc=None):
 
 
 def runaway(view, proc=None):
-    """A thread whose CPU time is not work: one call whose stack never moved, or a spin."""
-    return frozen_stack(view) or spins(view, proc)
+    """A thread whose CPU time is not work: one call whose stack never moved, or a spin.  A
+    process that wrote output or a file meanwhile moved: a few stack samples that all hit the
+    line a loop spends its time at (loss.backward()) are not one call that never returned."""
+    return (frozen_stack(view) and _silent(proc)) or spins(view, proc)
 
 
 def _user_line(frames):
