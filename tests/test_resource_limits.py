@@ -126,6 +126,17 @@ def test_gpu_memory_held_outside_the_job_explains_its_out_of_memory_retries():
     assert verdict["progress"]["state"] == "no progress seen"
 
 
+def test_gpu_memory_held_outside_explains_retries_that_build_the_model_on_the_cpu_first():
+    # each attempt spends seconds on a CPU initialising weights, then fails to move them: the CPU
+    # time is not progress, and the holder is still the cause (H200, 8 s window)
+    verdict = _replayed("gpu_memory_held_cpu_first")
+    assert verdict["category"] == "cuda", verdict["summary"]
+    assert "cannot get GPU memory: pid 458 (not part of this job, `python3 -u gpu_memory_holder.py`)" \
+        in verdict["summary"]
+    assert "launch-bound" not in verdict["summary"]
+    assert verdict["progress"]["state"] == "no progress seen"
+
+
 def test_a_loop_bound_by_pageable_host_to_device_copies_says_so_with_the_pcie_rate():
     verdict = _replayed("gpu_output_advances_h2d_pcie")
     assert "host-to-device copies of pageable memory" in verdict["summary"] and "PCIe 8.3 GB/s" in verdict["summary"]

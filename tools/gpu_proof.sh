@@ -4,7 +4,7 @@
 # with stalldiag, and keep every JSON report under $OUT for fixtures/captures/.
 #   bash tools/gpu_proof.sh [case ...]
 #   cases: ddp_stopped allgather_frozen straggler straggler_uneven launch launch_autograd output_h2d
-#          gpu_neighbour memory_held silent cgroup_v2 (issue 26: neighbours, limits, PCIe)
+#          gpu_neighbour memory_held memory_held_cpu_first silent cgroup_v2 (issue 26: neighbours, limits, PCIe)
 #          (older: matmul spin starved compile jax nccl)
 # $OUT gets only <case>.json and summary.txt (the device tool brings back 8 files at most);
 # workload logs and text reports stay in $LOGS.
@@ -124,6 +124,9 @@ for c in $cases; do
     gpu_neighbour)    neighbour gpu_matmul_neighbour.py; run_case gpu_shared_with_neighbour 1 none python3 -u gpu_matmul_steps.py
                       kill -9 "$NEIGHBOUR" 2>/dev/null ;;
     memory_held)      neighbour gpu_memory_holder.py; run_case gpu_memory_held_outside 1 none python3 -u gpu_memory_wait_retry.py
+                      kill -9 "$NEIGHBOUR" 2>/dev/null ;;
+    memory_held_cpu_first)  neighbour gpu_memory_holder.py
+                      run_case gpu_memory_held_cpu_first 1 none python3 -u gpu_memory_wait_retry.py cpu-first
                       kill -9 "$NEIGHBOUR" 2>/dev/null ;;
     silent)           run_case gpu_healthy_silent 1 none python3 -u gpu_matmul_steps.py --silent ;;
     cgroup_v2)        cgroup_v2_files ;;
