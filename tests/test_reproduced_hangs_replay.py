@@ -33,9 +33,6 @@ KNOWN_WRONG = {
     "rh_joinable_queue_dead_worker": "JoinableQueue.join() whose workers exited: said 'waits on a lock ... the "
                                      "child that shared it exited' (waker-exited, subprocess); the reporter files "
                                      "the wait for a task_done that cannot come under locks",
-    "rj_stale_moto_port": "a thread died on 'Address already in use' before the window, and its traceback went "
-                          "to a stdout nobody keeps (/dev/null under the runner): a sleep loop polling a flag "
-                          "with no visible waker reads as sleep",
 }
 
 

@@ -308,3 +308,15 @@ def test_a_poll_on_pipes_a_daemon_still_holds_names_the_daemon_on_every_python(l
     finally:
         if verdict.get("pid") and verdict["pid"] != job.pid:
             os.kill(verdict["pid"], 9)   # the daemon left its session: the launch fixture cannot reach it
+
+
+@pytest.mark.parametrize("mode,category", [("server", "network"), ("loader", "locks")])
+def test_a_flag_polled_by_the_only_thread_left_is_a_wait_nothing_can_end_on_every_python(
+        launch, target_python, mode, category):
+    minor, python = target_python
+    job = launch_with(launch, python, "flag_waiter_alone.py", mode, settle=0.5)
+    verdict = inspect_json(job.pid, duration=2)["verdict"]
+    assert verdict["category"] == category and verdict["pid"] == job.pid, verdict["summary"]
+    flag = {"server": "`while not self._serving:`", "loader": "`while not index.loaded:`"}[mode]
+    assert flag in verdict["summary"] and "no thread is left to set that flag" in verdict["summary"], verdict["summary"]
+    assert verdict["confidence"] != "high" and verdict["progress"]["state"] == "no progress seen"

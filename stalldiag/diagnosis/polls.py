@@ -8,6 +8,10 @@ what it polls for, when the graph can tell.
   thread-died   it waits, polls or spins while a thread of its process died on an exception (the
                 job's output shows "Exception in thread NAME" and its traceback) and no thread of
                 that name is alive: the thread that was to set what it waits for is gone
+  flag-orphaned it polls a flag (`while not self._ready: sleep`) and is the only Python thread of
+                its process, with no child: no thread is left to set the flag (only a signal
+                handler could); flag-orphaned-network when the flag and its code are about a
+                server (`_server_ready` in a server's start()): a server thread that never came up
 
 Each returns a Finding or None; the registry's rows say what they decide.
 """
@@ -96,7 +100,26 @@ def thread_died(g, view):
     return Finding.about("thread-died", view, waiter=view, dead=dead[-1])
 
 
-DETECTORS = (lock_poll, child_exited, thread_died)
+def flag_orphaned(g, view):
+    """A sleep loop polling a flag, alone in its process: nothing left can set the flag."""
+    from ..knowledge import retries as retry_table
+    if not _polling(view) or (g.retry(view) or {}).get("failing") or died_threads(g, view.pid):
+        return None   # (a failing retry, or a death the output shows, says more)
+    frame = view.user_frame()
+    source = frame[3] if frame is not None and len(frame) > 3 and isinstance(frame[3], dict) else {}
+    loop = source.get("loop") or {}
+    code = (loop.get("code") or "").strip()
+    if not retry_table.FLAG_LOOP.match(code) or retry_table.STOP_FLAG.search(code) or loop.get("handlers"):
+        return None
+    others = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.top_stack]
+    if others or g.live_children(view.pid):
+        return None
+    about = " ".join([code, frame[0] or "", source.get("class") or ""])
+    kind = "flag-orphaned-network" if retry_table.FLAG_NETWORK.search(about) else "flag-orphaned"
+    return Finding.about(kind, view, waiter=view, code=code, frame=frame)
+
+
+DETECTORS = (lock_poll, child_exited, thread_died, flag_orphaned)
 
 
 def detect(g, view):
@@ -126,6 +149,20 @@ def _orphaned(g, waiter):
     if orphan is None or ", and " not in orphan["summary"]:
         return ""
     return "; " + orphan["summary"].split(", and ", 1)[1].split(". Nothing will", 1)[0]
+
+
+def flag_orphaned_text(g, waiter, code, frame):
+    server = retry_table_words(code, frame)
+    return ("%s polls `%s` at %s in a sleep loop, and it is the only Python thread of its process, with no "
+            "child: no thread is left to set that flag, so only a signal handler could end the wait. The thread "
+            "that was to set it (%s) has ended; an exception ends a thread quietly, its traceback going to "
+            "the job's stderr" % (waiter.label, code, frame_text(frame) or "?",
+                                  "a server thread that never came up" if server else "a loader, a worker"))
+
+
+def retry_table_words(code, frame):
+    from ..knowledge import retries as retry_table
+    return bool(retry_table.FLAG_NETWORK.search(" ".join([code, frame[0] or ""])))
 
 
 def child_exited_text(g, waiter, dead):

@@ -84,6 +84,12 @@ _DECIDING = (
        blocks_progress=True, leads_summary=True, rests_on="likely"),
     _m("lock-poll", polls.lock_poll_text, "polls.lock_poll", category="locks", decides="weak-root", leads_summary=True,
        rests_on="likely"),
+    # a flag polled by the only thread left: what the flag is about decides (a server's readiness
+    # is the network); below a failing retry, a death the output shows and a lock poll
+    _m("flag-orphaned-network", polls.flag_orphaned_text, "polls.flag_orphaned", category="network",
+       decides="weak-root", blocks_progress=True, leads_summary=True, rests_on="likely"),
+    _m("flag-orphaned", polls.flag_orphaned_text, "polls.flag_orphaned", category="locks", decides="weak-root",
+       blocks_progress=True, leads_summary=True, rests_on="likely"),
     _m("orphaned-wait", say.orphaned_wait, "edges.orphaned_wait", blocks_progress=True, leads_summary=True,
        rests_on="inferred"),
     _m("pool-deadlock", say.pool_deadlock, "edges.orphaned_wait", blocks_progress=True, rests_on="inferred",

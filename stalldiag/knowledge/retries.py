@@ -22,6 +22,15 @@ RETRY_FRAMES = [
 # a while loop whose condition is a call: it polls until the call succeeds
 POLL_LOOP = re.compile(r"^while\s+(not\s+)?\(?\s*[\w.\[\]]+\(.*\)")
 
+# a loop that waits for a flag to be set (an attribute or a name, no call): `while not
+# self._ready:`, `while state["loaded"] is None:`; not `while self.running:` (a loop until told to
+# stop) nor a flag that asks to stop (a SIGTERM handler's `while not shutdown:` is idle by design)
+FLAG_LOOP = re.compile(r"^while\s+(not\s+\(?\s*[A-Za-z_][\w.]*(\[[^\]]+\])?\s*\)?|"
+                       r"[A-Za-z_][\w.]*(\[[^\]]+\])?\s*(is|==)\s*(None|False|0))\s*:")
+STOP_FLAG = re.compile(r"stop|shut|exit|quit|term|kill|interrupt|cancel|signal", re.I)
+# what such a flag, its loop and function say they wait for: a server coming up is the network
+FLAG_NETWORK = re.compile(r"server|listen|port\b|socket|connect|http|grpc|rpc", re.I)
+
 # syscalls whose failures are the waits themselves, not a failing operation
 NOT_OPERATIONS = {"futex", "nanosleep", "clock_nanosleep", "select", "pselect6", "poll", "ppoll", "epoll_wait",
                   "epoll_pwait", "restart_syscall", "rt_sigreturn", "rt_sigsuspend", "wait4", "waitid",
