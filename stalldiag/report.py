@@ -2,7 +2,43 @@
 import os
 import sys
 
-from .diagnosis import devices_of, diagnose, file_changes, stdio_changes, visible_devices
+from .diagnosis import (detail_text, device_summaries, devices_of, diagnose, file_changes, sample_kind, stdio_changes,
+                        visible_devices)
+from .diagnosis import kinds as thread_kinds
+
+
+def sample_key(sample):
+    """The key of one /proc sample [t, state, syscall, detail index, wchan] in sample_classes."""
+    padded = (list(sample) + [None] * 5)[1:5]
+    return "|".join("" if v is None else str(v) for v in padded)
+
+
+def sample_classes(proc):
+    """What each distinct /proc sample of a process was, for timelines: sample_key -> [band
+    (kinds.py: running, lock, io, network, sleep, child, other), kind, what it waits on]."""
+    details = proc.get("details") or []
+    classes = {}
+    for thread in proc.get("threads") or []:
+        for sample in thread.get("samples") or []:
+            if not isinstance(sample, (list, tuple)) or len(sample) < 3:
+                continue
+            key = sample_key(sample)
+            if key in classes:
+                continue
+            state, syscall = sample[1], sample[2]
+            index = sample[3] if len(sample) > 3 else None
+            detail = details[index] if isinstance(index, int) and 0 <= index < len(details) else None
+            kind = sample_kind(state, syscall, detail, sample[4] if len(sample) > 4 else None)
+            band = "io" if state == "D" else thread_kinds.of(kind).band
+            classes[key] = [band, kind, detail_text(detail)]
+    return classes
+
+
+def gpu_window(capture):
+    """Each GPU over the window, for the report's GPU table: utilization, GPM activity, memory."""
+    return [{"index": index, "name": dev.name, "util": dev.util, "has_gpm": dev.has_gpm, "sm": dev.sm,
+             "tensor": dev.tensor, "memory_used": dev.memory_used}
+            for index, dev in device_summaries(capture).items()]
 
 
 def build_report(capture):
@@ -58,6 +94,7 @@ def build_report(capture):
                 _sum_counts(per for (pid, _tid), per in exact_by_thread.items() if pid == proc["pid"])),
             "gpu": gpu_use,
             "threads": threads,
+            "sample_classes": sample_classes(proc),
         })
     window = capture.get("window") or {}
     gpu = capture.get("gpu") or {}
@@ -76,6 +113,7 @@ def build_report(capture):
             "tree": _with_always_shown(_sum_counts(exact_by_thread.values()))},
         "gpus": gpu.get("devices") or [],
         "gpu_available": gpu.get("available", False),
+        "gpu_window": gpu_window(capture),
         "limitations": list(capture.get("limitations") or []),   # a copy: failures are the report's, not the capture's
         "failures": [],
         "capture": capture,

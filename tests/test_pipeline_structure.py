@@ -61,6 +61,17 @@ def test_reports_and_renderers_read_the_diagnosis_through_its_public_api():
                 assert node.module.split(".")[-1] == "diagnosis", "%s imports %s" % (path.name, node.module)
 
 
+def test_renderers_read_only_the_report():
+    """render/ formats what the report holds (its sample classes, its GPU table): it imports
+    nothing of the diagnosis, so a renderer cannot classify or diagnose again."""
+    for path in sorted((DIAGNOSIS.parent / "render").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert "diagnosis" not in (node.module or ""), "%s imports %s" % (path.name, node.module)
+                assert not (node.level == 2 and node.module is None and
+                            any(a.name == "diagnosis" for a in node.names)), path.name
+
+
 def _imports_of_package():
     """module -> stalldiag modules it imports, at any depth (a lazy import inside a function counts)."""
     package = DIAGNOSIS.parent

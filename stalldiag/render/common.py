@@ -2,7 +2,6 @@
 import os
 import re
 
-from ..diagnosis import frame_text  # noqa: F401  (re-exported for renderers)
 
 
 def command_text(proc, width=60):
@@ -69,19 +68,17 @@ def telling_pids(report):
 
 
 def gpu_rows(report):
-    """One row per GPU: utilization, GPM activity, memory, MIG, ECC, from the capture."""
-    from ..diagnosis import device_summaries
-    cap = report.get("capture") or {}
-    infos = {d["index"]: d for d in (cap.get("gpu") or {}).get("devices") or []}
+    """One row per GPU: utilization, GPM activity, memory, MIG, ECC (the report's gpu_window)."""
+    infos = {d["index"]: d for d in report.get("gpus") or []}
     rows = []
-    for index, dev in device_summaries(cap).items():
-        info = infos.get(index, {})
+    for dev in report.get("gpu_window") or []:
+        info = infos.get(dev["index"], {})
         total = info.get("memory_total") or 0
         ecc = info.get("ecc_uncorrected_start"), info.get("ecc_uncorrected_end")
-        rows.append([index, dev.name, "%.0f%%" % (dev.util or 0),
-                     "%.1f%%" % dev.sm if dev.has_gpm else "n/a",
-                     "%.1f%%" % (dev.tensor or 0) if dev.has_gpm else "n/a",
-                     "%.1f / %.1f GiB" % ((dev.memory_used or 0) / 2**30, total / 2**30),
+        rows.append([dev["index"], dev["name"], "%.0f%%" % (dev["util"] or 0),
+                     "%.1f%%" % dev["sm"] if dev["has_gpm"] else "n/a",
+                     "%.1f%%" % (dev["tensor"] or 0) if dev["has_gpm"] else "n/a",
+                     "%.1f / %.1f GiB" % ((dev["memory_used"] or 0) / 2**30, total / 2**30),
                      {True: "on", False: "off"}.get(info.get("mig_mode"), "?"),
                      "%s -> %s" % ecc if ecc[0] is not None else "n/a"])
     return rows

@@ -9,8 +9,7 @@ points) so a capture with thousands of threads still makes a page of a few MB.
 import html
 import json
 
-from ..diagnosis import detail_text, sample_kind
-from ..diagnosis import kinds as thread_kinds
+from ..report import sample_key
 from .common import (PROCESS_HEADER, command_text, failed_calls, failed_text, gpu_rows, looks_like_error,
                      output_tails, process_rows, tail_heading)
 
@@ -22,7 +21,7 @@ MAX_FLAME_ENTRIES = 20000       # (thread, stack) pairs in the flame graph
 MAX_FRAME_TEXT = 300            # characters of a function or file name
 MAX_GPU_POINTS = 600            # per device and series
 
-# timeline category: (key, label, color); the kinds of diagnosis.threads.sample_kind map onto these
+# timeline category: (key, label, color): the bands the report's sample_classes name
 CATEGORIES = [
     ("running", "running on CPU", "#2ca02c"),
     ("lock", "lock / futex", "#d62728"),
@@ -100,27 +99,22 @@ def _timeline(report, cap):
             labels.append(text)
         return label_index[text]
 
+    classes_of = {p["pid"]: p.get("sample_classes") or {} for p in report.get("processes") or []}
     rows = []
     for _priority, _order, proc, thread, culprit in kept:
-        details = proc.get("details") or []
+        classes = classes_of.get(proc["pid"]) or {}
         samples = sorted((s for s in thread["samples"] if isinstance(s, (list, tuple)) and len(s) >= 3),
                          key=lambda s: s[0] or 0)
         segs = []
         for i, s in enumerate(samples):
             t, state, syscall = float(s[0] or 0), s[1], s[2]
-            detail = None
-            if len(s) > 3 and isinstance(s[3], int) and 0 <= s[3] < len(details):
-                detail = details[s[3]]
+            band, kind, waits_on = (classes.get(sample_key(s)) or ["other", "unknown", None])[:3]
+            cat = _CAT_INDEX.get(band, _CAT_INDEX["other"])
             wchan = s[4] if len(s) > 4 else None
-            kind = sample_kind(state, syscall, detail, wchan)
-            cat = _CAT_INDEX[thread_kinds.of(kind).band]
-            if state == "D":
-                cat = _CAT_INDEX["io"]
             if state == "R" or syscall == "running":
                 text = "running (%s)" % state
             else:
-                text = "%s%s [%s, %s]" % (syscall or "syscall unreadable",
-                                          ": " + detail_text(detail) if detail_text(detail) else "",
+                text = "%s%s [%s, %s]" % (syscall or "syscall unreadable", ": " + waits_on if waits_on else "",
                                           "state " + str(state), kind)
                 if wchan:
                     text += " wchan " + str(wchan)
