@@ -272,13 +272,22 @@ def describe_process(pid, proc="/proc"):
     if not stat or ")" not in stat:
         return None
     fields = stat[stat.rindex(")") + 2:].split()
-    argv = [a for a in (_read("%s/%d/cmdline" % (proc, pid)) or "").split("\0") if a]
     uid = next((_int(line.split()[1]) for line in (_read("%s/%d/status" % (proc, pid)) or "").splitlines()
                 if line.startswith("Uid:") and len(line.split()) > 1), None)
     return {"pid": pid, "comm": stat[stat.index("(") + 1:stat.rindex(")")],
-            "cmdline": " ".join(redact.redact_argv(argv))[:200] if argv else None,
+            "cmdline": redacted_command(pid, proc),
             "state": fields[0] if fields else None, "ppid": _int(fields[1]) if len(fields) > 1 else None,
             "uid": uid}
+
+
+def _argv(pid, proc="/proc"):
+    return [a for a in (_read("%s/%d/cmdline" % (proc, pid)) or "").split("\0") if a]
+
+
+def redacted_command(pid, proc="/proc"):
+    """A process's command line, redacted and cut to 200 characters; None if it has none."""
+    argv = _argv(pid, proc)
+    return " ".join(redact.redact_argv(argv))[:200] if argv else None
 
 
 class ResourceProbe:
@@ -358,9 +367,8 @@ class ResourceProbe:
                          "read_Bps": round(read), "write_Bps": round(write), "majflt": now[2] - before[2]})
         keep = sorted(rows, key=lambda r: -r["cpu_share"])[:NEIGHBOURS]
         keep += [r for r in sorted(rows, key=lambda r: -(r["read_Bps"] + r["write_Bps"]))[:NEIGHBOURS] if r not in keep]
-        for row in keep:
-            described = describe_process(row["pid"], self.proc) or {}
-            row["cmdline"] = described.get("cmdline")
+        for row in keep:   # (comm, state and ppid came with the counters: only the command is read)
+            row["cmdline"] = redacted_command(row["pid"], self.proc)
             row["affinity"] = _affinity(row["pid"])
         return keep
 
