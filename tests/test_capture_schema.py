@@ -41,3 +41,14 @@ def test_a_capture_of_a_newer_schema_is_refused(tmp_path):
     path.write_text(json.dumps(raw))
     with pytest.raises(CaptureError, match="newer than this stalldiag"):
         capture.load_report(str(path))
+
+
+def test_the_resource_record_reads_as_typed_records_and_an_unmeasured_one_as_none():
+    from stalldiag.diagnosis.types import Resources
+    held = Resources.of(capture.load_report(str(CAPTURES / "gpu_memory_held_outside.json")))
+    limits = held.limits_of(628)
+    assert held.host.cpus == 16 and limits.cgroup.memory.limit == 128 << 30
+    assert held.others[580].cmdline == "python3 -u gpu_memory_holder.py" and held.others[580].cpu_share == 0.0
+    assert held.limits_of(1).cgroup.cpus == [] and held.limits_of(1).open_files is None   # not a job process
+    assert Resources.of({"resources": {"available": False, "reason": "not measured"}}) is None
+    assert Resources.of({}) is None

@@ -33,26 +33,16 @@ GPU_FULL = 0.9
 HOLDER_SHARE = 0.5      # an outside process holding this share of a GPU's memory
 
 
-def _resources(g):
-    found = g.capture.get("resources") or {}
-    return found if found.get("available") else None
-
-
-def _process(res, pid):
-    """The resource probe's record of one process: {"affinity", "cgroup", "open_files"}."""
-    return (res.get("processes") or {}).get(str(pid)) or {}
-
-
 def job_pids(g):
     return [pid for pid, proc in g.procs.items() if not proc.outside_tree]
 
 
 def _outside_text(g, info, pid):
-    info = info or {}
-    command = info.get("cmdline") or info.get("comm") or "?"
-    zombie = ", a zombie" if info.get("state") == "Z" else ""
-    gone = "" if info else ", not visible from here (another PID namespace, or exited)"
-    return "pid %d (not part of this job%s%s, `%s`)" % (pid, zombie, gone, short_command(command))
+    """info: the OtherProcess the probe described, or None (not visible from here)."""
+    command = (info.cmdline or info.comm) if info is not None else None
+    zombie = ", a zombie" if info is not None and info.state == "Z" else ""
+    gone = "" if info is not None else ", not visible from here (another PID namespace, or exited)"
+    return "pid %d (not part of this job%s%s, `%s`)" % (pid, zombie, gone, short_command(command or "?"))
 
 
 def short_command(command, limit=100):
@@ -66,9 +56,9 @@ def short_command(command, limit=100):
 
 def allowed_cpus(res, pid):
     """The CPUs a process may run on: its affinity within its cgroup's cpuset; None if unknown."""
-    info = _process(res, pid)
-    cpus = set(info.get("affinity") or [])
-    cpuset = set((info.get("cgroup") or {}).get("cpus") or [])
+    limits = res.limits_of(pid)
+    cpus = set(limits.affinity)
+    cpuset = set(limits.cgroup.cpus)
     if cpus and cpuset:
         cpus &= cpuset
     cpus = cpus or cpuset
@@ -80,9 +70,8 @@ def _waits_for_cpu(view):
 
 
 def _cpu_limit_how(res, pid, allowed):
-    info = _process(res, pid)
-    cpuset = (info.get("cgroup") or {}).get("cpus")
-    if cpuset and len(cpuset) == len(allowed) and len(cpuset) < res["host"]["cpus"]:
+    cpuset = res.limits_of(pid).cgroup.cpus
+    if cpuset and len(cpuset) == len(allowed) and len(cpuset) < res.host.cpus:
         return "its cgroup's cpuset %s" % _cpus_text(cpuset)
     return "its CPU affinity %s" % _cpus_text(allowed)
 
@@ -92,10 +81,10 @@ def _cpus_text(cpus):
 
 
 def _cpu_context(g, view):
-    res = _resources(g)
+    res = g.resources
     if res is None or not _waits_for_cpu(view):
         return None
-    host_cpus = res["host"]["cpus"]
+    host_cpus = res.host.cpus
     return res, host_cpus, allowed_cpus(res, view.pid) or list(range(host_cpus))
 
 
@@ -106,8 +95,7 @@ def cpu_limit(g, view):
     if found is None or len(found[2]) >= found[1]:
         return None
     res, host_cpus, allowed = found
-    busy = {int(cpu): share for cpu, share in (res["host"].get("cpu_busy") or {}).items()}
-    others = {cpu: busy.get(cpu) for cpu in range(host_cpus) if cpu not in allowed}
+    others = {cpu: res.host.cpu_busy.get(cpu) for cpu in range(host_cpus) if cpu not in allowed}
     return Finding.about("cpu-limit", view, waiter=view, allowed=allowed, host_cpus=host_cpus,
                          how=_cpu_limit_how(res, view.pid, allowed), others=others)
 
@@ -118,9 +106,9 @@ def cpu_contention(g, view):
     if found is None:
         return None
     res, host_cpus, allowed = found
-    neighbours = [n for n in res.get("neighbours") or [] if n["cpu_share"] >= NEIGHBOUR_CPU
-                  and set(n.get("affinity") or range(host_cpus)) & set(allowed)]
-    if sum(n["cpu_share"] for n in neighbours) >= NEIGHBOURS_CPU * len(allowed):
+    neighbours = [n for n in res.neighbours if n.cpu_share >= NEIGHBOUR_CPU
+                  and set(n.affinity or range(host_cpus)) & set(allowed)]
+    if sum(n.cpu_share for n in neighbours) >= NEIGHBOURS_CPU * len(allowed):
         return Finding.about("cpu-neighbour", view, waiter=view, allowed=allowed, host_cpus=host_cpus,
                              neighbours=neighbours[:3])
     runnable = [v for v in g.views if v.pid in g.procs and not g.procs[v.pid].outside_tree
@@ -137,40 +125,39 @@ def _storage_wait(view):
 
 def io(g, view):
     """io-throttled or disk-neighbour, for a thread in storage waits."""
-    res = _resources(g)
+    res = g.resources
     if res is None or not _storage_wait(view):
         return None
-    limits = _process(res, view.pid).get("cgroup") or {}
-    if limits.get("io"):
-        device, rule = sorted(limits["io"].items())[0]
+    limits = res.limits_of(view.pid).cgroup
+    if limits.io:
+        device, rule = sorted(limits.io.items())[0]
         return Finding.about("io-throttled", view, waiter=view, device=device, rule=rule,
-                             disk=_disk_of(res, device), version=limits.get("version"))
+                             disk=_disk_of(res, device), version=limits.version)
     job = set(job_pids(g))
     job_bps = sum((g.procs[pid].io.get("read_bytes", 0) + g.procs[pid].io.get("write_bytes", 0)) for pid in job) \
         / max(g.window.duration_s or 1, 1e-3)
-    heavy = [n for n in res.get("neighbours") or [] if n["read_Bps"] + n["write_Bps"] >= max(DISK_NEIGHBOUR_BPS, job_bps)]
+    heavy = [n for n in res.neighbours if n.read_Bps + n.write_Bps >= max(DISK_NEIGHBOUR_BPS, job_bps)]
     if heavy:
         return Finding.about("disk-neighbour", view, waiter=view, neighbours=heavy[:2], job_bps=job_bps)
     return None
 
 
 def _disk_of(res, device):
-    return next((name for name, row in (res["host"].get("disks") or {}).items() if row["device"] == device), None)
+    return next((name for name, disk in res.host.disks.items() if disk.device == device), None)
 
 
 def memory(g, view):
     """memory-limit: storage waits (reads or page faults) under a cgroup memory limit it fills."""
-    res = _resources(g)
+    res = g.resources
     if res is None or not _storage_wait(view):
         return None
-    limits = _process(res, view.pid).get("cgroup") or {}
-    mem = limits.get("memory") or {}
-    if not mem.get("limit") or not mem.get("usage") or mem["usage"] < MEMORY_FULL * mem["limit"]:
+    limits = res.limits_of(view.pid).cgroup
+    mem = limits.memory
+    if not mem.limit or not mem.usage or mem.usage < MEMORY_FULL * mem.limit:
         return None
-    available = (res["host"].get("memory") or {}).get("available")
-    return Finding.about("memory-limit", view, waiter=view, limit=mem["limit"], usage=mem["usage"],
-                         cache=mem.get("file"), where=mem.get("limit_path") or limits.get("path"),
-                         host_available=available)
+    return Finding.about("memory-limit", view, waiter=view, limit=mem.limit, usage=mem.usage,
+                         cache=mem.file, where=mem.limit_path or limits.path,
+                         host_available=res.host.memory.get("available"))
 
 
 def _gpu_processes(g):
@@ -205,7 +192,8 @@ def _job_gpus(g):
 
 
 def _others(g):
-    return (_resources(g) or {}).get("others") or {}
+    """pid -> OtherProcess: the GPUs' other users the probe described."""
+    return g.resources.others if g.resources is not None else {}
 
 
 OOM_WORDS = retry_table.ERROR_WORDS_OF["cuda"]
@@ -227,7 +215,7 @@ def gpu_memory(g, view):
             continue
         holder = max(outsiders, key=lambda r: r[1])
         return Finding.about("gpu-memory-held", view, waiter=view, index=index, total=total, holder=holder,
-                             holder_info=_others(g).get(str(holder[0])), held=held, lines=lines[-1:])
+                             holder_info=_others(g).get(holder[0]), held=held, lines=lines[-1:])
     return None
 
 
@@ -237,7 +225,7 @@ def gpu_neighbour(g, view):
         busy = [r for r in _outsiders_on(g, index) if (r[2] or 0) >= GPU_NEIGHBOUR_SM]
         if busy:
             return Finding.about("gpu-neighbour", view, index=index, neighbours=busy[:2],
-                                 infos={str(r[0]): _others(g).get(str(r[0])) for r in busy[:2]})
+                                 infos={r[0]: _others(g).get(r[0]) for r in busy[:2]})
     return None
 
 
@@ -268,14 +256,14 @@ FD_FULL = 0.95   # share of RLIMIT_NOFILE in use: the next open, pipe or socket 
 def fd_limit(g, view):
     """fd-limit: a process of the job holds (nearly) as many fds as its RLIMIT_NOFILE allows:
     whatever it opens next (a file, a pipe, a socket, a shared-memory handle) fails with EMFILE."""
-    res = _resources(g)
+    res = g.resources
     if res is None:
         return None
     full = []
-    for pid, info in sorted((res.get("processes") or {}).items()):
-        files = info.get("open_files") or {}
-        if files.get("limit") and files["open"] >= FD_FULL * files["limit"]:
-            full.append((int(pid), files["open"], files["limit"]))
+    for pid, limits in sorted(res.processes.items()):
+        files = limits.open_files
+        if files is not None and files.limit and files.open >= FD_FULL * files.limit:
+            full.append((pid, files.open, files.limit))
     if not full:
         return None
     return Finding.about("fd-limit", view, full=full)
@@ -310,7 +298,7 @@ def cpu_limit_text(g, waiter, allowed, host_cpus, how, others):
 def cpu_neighbour_text(g, waiter, allowed, host_cpus, neighbours):
     return "the CPUs it may use (%s of %d) are shared with %s" % (
         _cpus_text(allowed), host_cpus, "; ".join("%s, %.0f%% of a CPU" % (
-            _outside_text(g, n, n["pid"]), 100 * n["cpu_share"]) for n in neighbours))
+            _outside_text(g, n, n.pid), 100 * n.cpu_share) for n in neighbours))
 
 
 def cpu_oversubscribed_text(g, waiter, allowed, host_cpus, threads):
@@ -326,7 +314,7 @@ def io_throttled_text(g, waiter, device, rule, disk, version):
 
 def disk_neighbour_text(g, waiter, neighbours, job_bps):
     return "the disks are shared with %s (the job moves %s)" % ("; ".join("%s, %s read and %s written" % (
-        _outside_text(g, n, n["pid"]), _rate(n["read_Bps"]), _rate(n["write_Bps"])) for n in neighbours),
+        _outside_text(g, n, n.pid), _rate(n.read_Bps), _rate(n.write_Bps)) for n in neighbours),
         _rate(job_bps))
 
 
@@ -348,7 +336,7 @@ def gpu_memory_held_text(g, waiter, index, total, holder, holder_info, held, lin
 
 def gpu_neighbour_text(g, index, neighbours, infos):
     return "GPU %d is shared with %s" % (index, "; ".join("%s, %.0f%% of SM, %s" % (
-        _outside_text(g, infos.get(str(pid)), pid), sm or 0, _size(mem)) for pid, mem, sm in neighbours))
+        _outside_text(g, infos.get(pid), pid), sm or 0, _size(mem)) for pid, mem, sm in neighbours))
 
 
 def pcie_bound_text(g, waiter, pinned, rx_Bps, line):

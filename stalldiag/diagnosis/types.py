@@ -12,6 +12,8 @@ Edge     one wait-for edge: who waits, who would end the wait (or None: nothing 
          the same whatever order the walk takes.
 Finding  a structured observation: a kind, the thread or process it is about, and facts.
          Its sentence is written by formatter.py, never by whoever found it.
+Resources  what limits the job and who else uses its resources (probes/resources.py), with
+         ProcessLimits, CgroupLimits, CgroupMemory, OpenFiles, Host, Disk, OtherProcess.
 """
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Dict, List, NamedTuple, Optional
@@ -28,6 +30,8 @@ def _from_dict(cls, data, **overrides):
         value = data.get(f.name)
         if value is None and f.default_factory is not MISSING:
             value = f.default_factory()
+        elif value is None and f.default is not MISSING:
+            value = f.default
         values[f.name] = value
     return cls(**values)
 
@@ -117,6 +121,113 @@ class Process:
 def processes(capture):
     """The capture's processes as records."""
     return [Process.of(p) for p in capture.get("processes") or []]
+
+
+@dataclass
+class CgroupMemory:
+    limit: Optional[int] = None          # bytes (memory.max / memory.limit_in_bytes), None: none
+    limit_path: Optional[str] = None     # the cgroup whose limit binds (a parent's, maybe)
+    usage: Optional[int] = None
+    file: Optional[int] = None           # page cache
+    anon: Optional[int] = None
+    pgmajfault: Optional[int] = None
+    refaults: Optional[int] = None
+    active_file: Optional[int] = None
+    inactive_file: Optional[int] = None
+
+
+@dataclass
+class CgroupLimits:
+    version: Optional[int] = None
+    path: Optional[str] = None
+    cpus: List[int] = field(default_factory=list)     # the cpuset, [] if unknown
+    cpu_quota: Optional[Any] = None
+    memory: CgroupMemory = field(default_factory=CgroupMemory)
+    io: Dict[str, Dict[str, Any]] = field(default_factory=dict)   # device -> throttle rule
+
+    @classmethod
+    def of(cls, raw):
+        raw = raw or {}
+        return _from_dict(cls, raw, memory=_from_dict(CgroupMemory, raw.get("memory") or {}))
+
+
+@dataclass
+class OpenFiles:
+    open: int = 0
+    limit: Optional[int] = None          # the soft RLIMIT_NOFILE
+
+
+@dataclass
+class ProcessLimits:
+    affinity: List[int] = field(default_factory=list)
+    cgroup: CgroupLimits = field(default_factory=CgroupLimits)
+    open_files: Optional[OpenFiles] = None
+
+    @classmethod
+    def of(cls, raw):
+        raw = raw or {}
+        files = raw.get("open_files")
+        return _from_dict(cls, raw, cgroup=CgroupLimits.of(raw.get("cgroup")),
+                          open_files=_from_dict(OpenFiles, files) if files else None)
+
+
+@dataclass
+class OtherProcess:
+    """A process outside the job: a neighbour on its CPUs or disks, or a GPU's other user."""
+    pid: int
+    comm: Optional[str] = None
+    cmdline: Optional[str] = None        # redacted by the probe
+    state: Optional[str] = None
+    ppid: Optional[int] = None
+    uid: Optional[int] = None
+    cpu_share: float = 0.0               # (neighbours) CPUs' worth used over the window
+    read_Bps: float = 0.0
+    write_Bps: float = 0.0
+    majflt: int = 0
+    affinity: List[int] = field(default_factory=list)
+
+
+@dataclass
+class Disk:
+    device: Optional[str] = None         # "major:minor"
+    read_Bps: float = 0.0
+    write_Bps: float = 0.0
+    busy: float = 0.0
+
+
+@dataclass
+class Host:
+    cpus: int = 0
+    memory: Dict[str, int] = field(default_factory=dict)        # meminfo: total, available, cached
+    cpu_busy: Dict[int, float] = field(default_factory=dict)    # CPU -> busy share of the window
+    disks: Dict[str, Disk] = field(default_factory=dict)
+
+
+@dataclass
+class Resources:
+    duration_s: Optional[float] = None
+    processes: Dict[int, ProcessLimits] = field(default_factory=dict)
+    host: Host = field(default_factory=Host)
+    neighbours: List[OtherProcess] = field(default_factory=list)
+    others: Dict[int, OtherProcess] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, capture):
+        """The capture's resource record, or None where the probe did not run or failed."""
+        raw = capture.get("resources") or {}
+        if not raw.get("available"):
+            return None
+        host = raw.get("host") or {}
+        return cls(
+            duration_s=raw.get("duration_s"),
+            processes={int(pid): ProcessLimits.of(info) for pid, info in (raw.get("processes") or {}).items()},
+            host=_from_dict(Host, host, cpu_busy={int(cpu): share for cpu, share in (host.get("cpu_busy") or {}).items()},
+                            disks={name: _from_dict(Disk, row) for name, row in (host.get("disks") or {}).items()}),
+            neighbours=[_from_dict(OtherProcess, n) for n in raw.get("neighbours") or []],
+            others={int(pid): _from_dict(OtherProcess, info) for pid, info in (raw.get("others") or {}).items()})
+
+    def limits_of(self, pid):
+        return self.processes.get(pid) or ProcessLimits()
 
 
 @dataclass
