@@ -124,13 +124,12 @@ def gpu_evidence(d, focus, culprit, category, evidence):
             if dev.idle:
                 evidence.append(say(d, "gpu-starved", focus, gpu=dev))
                 phrase = "; GPU %d idle %.0f%% of the window" % (dev.index, 100 * dev.idle_share)
-    gpu = d.capture.get("gpu") or {}
-    for event in gpu.get("xid_events") or []:
+    for event in d.gpu.xid_events:
         say(d, "xid", event=event)
-    for dev_info in gpu.get("devices") or []:
-        start, end = dev_info.get("ecc_uncorrected_start"), dev_info.get("ecc_uncorrected_end")
+    for dev_info in d.gpu.devices:
+        start, end = dev_info.ecc_uncorrected_start, dev_info.ecc_uncorrected_end
         if isinstance(start, int) and isinstance(end, int) and end > start:
-            say(d, "ecc", index=dev_info["index"], errors=end - start)
+            say(d, "ecc", index=dev_info.index, errors=end - start)
     for dev in d.gpus.values():
         slow = dev.clock_reasons & (0x8 | 0x40 | 0x80)
         if slow:

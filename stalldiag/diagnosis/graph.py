@@ -21,7 +21,7 @@ from .retry import retrying
 from .state import RUNNING_SHARE, classify, process_condition
 from . import kinds
 from .threads import thread_views
-from .types import Resources, Window, processes
+from .types import Gpus, Resources, Window, processes
 from .views import ACTIVITY_RANK, idle_helper, stuck_handler, waited_targets
 
 
@@ -152,6 +152,7 @@ class WaitGraph:
         self._retries = {}
         self.holders = _endpoint_holders(self.proc_list)
         self.gpus = device_summaries(capture)
+        self.gpu = Gpus.of(capture)
         self.resources = Resources.of(capture)   # None: the probe did not run or failed
         duration = self.window.duration_s or 0
         self.states = {}

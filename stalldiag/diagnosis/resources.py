@@ -160,24 +160,14 @@ def memory(g, view):
                          host_available=res.host.memory.get("available"))
 
 
-def _gpu_processes(g):
-    return (g.capture.get("gpu") or {}).get("processes") or {}
-
-
-def _sm_share(g, pid, index):
-    rows = [r[2] for r in ((g.capture.get("gpu") or {}).get("process_util") or {}).get(str(pid)) or []
-            if r[1] == index and r[2] is not None]
-    return sum(rows) / len(rows) if rows else None
-
-
 def _outsiders_on(g, index):
     """[(pid, memory bytes, mean SM %)] of processes on GPU `index` outside the job."""
     job = set(job_pids(g))
     found = []
-    for pid, info in _gpu_processes(g).items():
-        if int(pid) in job or str(index) not in (info.get("devices") or {}):
+    for pid, memory in g.gpu.memory.items():
+        if pid in job or index not in memory:
             continue
-        found.append((int(pid), info["devices"][str(index)] or 0, _sm_share(g, pid, index)))
+        found.append((pid, memory[index], g.gpu.sm_share(pid, index)))
     return sorted(found, key=lambda r: (-(r[2] or 0), -r[1]))
 
 
@@ -203,10 +193,9 @@ def gpu_memory(g, view):
     """gpu-memory-held: the job cannot get GPU memory (its output says "out of memory", or the GPU
     it uses is full) and a process outside the job holds most of that memory."""
     from .retry import error_lines
-    gpus = (g.capture.get("gpu") or {}).get("devices") or []
     lines = [line for pid in job_pids(g) for line in error_lines(g.capture, pid) if OOM_WORDS.search(line)]
-    for info in gpus:
-        index, total = info.get("index"), info.get("memory_total") or 0
+    for info in g.gpu.devices:
+        index, total = info.index, info.memory_total
         dev = g.gpus.get(index)
         outsiders = _outsiders_on(g, index)
         held = sum(r[1] for r in outsiders)
@@ -244,10 +233,8 @@ def pcie(g, view):
     pinned = any("pin_memory" in (frame[0] or "") for v in g.views for frames, _n in v.stacks_by_count()[:3]
                  for frame in frames)
     from .gpu import devices_of
-    rows = [r for r in (g.capture.get("gpu") or {}).get("pcie") or [] if r[1] in devices_of(g.capture, view.pid)
-            and r[2] is not None]
-    rx = sum(r[2] for r in rows) / len(rows) * 1024 if rows else None
-    return Finding.about("pcie-bound", view, waiter=view, pinned=pinned, rx_Bps=rx, line=line.strip())
+    return Finding.about("pcie-bound", view, waiter=view, pinned=pinned,
+                         rx_Bps=g.gpu.pcie_rx_Bps(devices_of(g.capture, view.pid)), line=line.strip())
 
 
 FD_FULL = 0.95   # share of RLIMIT_NOFILE in use: the next open, pipe or socket fails (EMFILE)

@@ -14,6 +14,8 @@ Finding  a structured observation: a kind, the thread or process it is about, an
          Its sentence is written by formatter.py, never by whoever found it.
 Resources  what limits the job and who else uses its resources (probes/resources.py), with
          ProcessLimits, CgroupLimits, CgroupMemory, OpenFiles, Host, Disk, OtherProcess.
+Gpus     what NVML said over the window (probes/gpu.py): GpuDevice per device, each process's
+         memory per device, its SM share, PCIe throughput.
 """
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Dict, List, NamedTuple, Optional
@@ -34,6 +36,14 @@ def _from_dict(cls, data, **overrides):
             value = f.default
         values[f.name] = value
     return cls(**values)
+
+
+def _by_int(mapping):
+    """(int key, value) of a JSON object keyed by pids or indices; keys that are not numbers (a
+    damaged capture) are skipped, never fatal."""
+    if not isinstance(mapping, dict):
+        return []
+    return [(int(key), value) for key, value in mapping.items() if str(key).lstrip("-").isdigit()]
 
 
 class Frame(NamedTuple):
@@ -220,14 +230,68 @@ class Resources:
         host = raw.get("host") or {}
         return cls(
             duration_s=raw.get("duration_s"),
-            processes={int(pid): ProcessLimits.of(info) for pid, info in (raw.get("processes") or {}).items()},
-            host=_from_dict(Host, host, cpu_busy={int(cpu): share for cpu, share in (host.get("cpu_busy") or {}).items()},
+            processes={pid: ProcessLimits.of(info) for pid, info in _by_int(raw.get("processes"))},
+            host=_from_dict(Host, host, cpu_busy=dict(_by_int(host.get("cpu_busy"))),
                             disks={name: _from_dict(Disk, row) for name, row in (host.get("disks") or {}).items()}),
             neighbours=[_from_dict(OtherProcess, n) for n in raw.get("neighbours") or []],
-            others={int(pid): _from_dict(OtherProcess, info) for pid, info in (raw.get("others") or {}).items()})
+            others={pid: _from_dict(OtherProcess, info) for pid, info in _by_int(raw.get("others"))})
 
     def limits_of(self, pid):
         return self.processes.get(pid) or ProcessLimits()
+
+
+@dataclass
+class GpuDevice:
+    index: int
+    name: str = "GPU"
+    uuid: Optional[str] = None
+    pci_bus_id: Optional[str] = None
+    memory_total: int = 0
+    mig_mode: Optional[bool] = None
+    minor_number: Optional[int] = None
+    architecture: Optional[str] = None
+    ecc_uncorrected_start: Optional[int] = None
+    ecc_uncorrected_end: Optional[int] = None
+
+
+@dataclass
+class Gpus:
+    """The GPU probe's record.  Time series stay rows: samples [t, index, util, mem util, memory
+    used, SM clock, power, throttle reasons], gpm [t, index, SM %, occupancy %, tensor %],
+    process_util pid -> [t, index, SM %, memory %], pcie [t, index, rx KB/s, tx KB/s]."""
+    available: bool = False
+    devices: List[GpuDevice] = field(default_factory=list)
+    memory: Dict[int, Dict[int, int]] = field(default_factory=dict)   # pid -> {index: bytes}
+    process_util: Dict[int, List[list]] = field(default_factory=dict)
+    pcie: List[list] = field(default_factory=list)
+    xid_events: List[Dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, capture):
+        raw = capture.get("gpu") or {}
+        memory = {}
+        for pid, info in _by_int(raw.get("processes")):
+            info = info if isinstance(info, dict) else {}
+            if "devices" in info:
+                memory[pid] = {index: used or 0 for index, used in _by_int(info["devices"])}
+            elif isinstance(info.get("device"), int):   # (older captures: one device, its used_memory)
+                memory[pid] = {info["device"]: info.get("used_memory") or 0}
+        return cls(available=bool(raw.get("available")),
+                   devices=[_from_dict(GpuDevice, d) for d in raw.get("devices") or [] if isinstance(d, dict)
+                            and isinstance(d.get("index"), int)],
+                   memory=memory,
+                   process_util={pid: rows or [] for pid, rows in _by_int(raw.get("process_util"))},
+                   pcie=list(raw.get("pcie") or []), xid_events=list(raw.get("xid_events") or []))
+
+    def sm_share(self, pid, index):
+        """A process's mean SM share on one GPU over the window, or None if NVML gave none."""
+        rows = [r[2] for r in self.process_util.get(pid) or [] if r[1] == index and r[2] is not None]
+        return sum(rows) / len(rows) if rows else None
+
+    def pcie_rx_Bps(self, indices):
+        """Mean host-to-device PCIe throughput of these GPUs, bytes/s, or None if not measured."""
+        rows = [r for r in self.pcie if r[1] in indices and r[2] is not None]
+        return sum(r[2] for r in rows) / len(rows) * 1024 if rows else None
 
 
 @dataclass
