@@ -52,7 +52,9 @@ def test_every_row_is_found_by_the_detector_it_names():
 def test_each_row_has_a_sentence_and_a_known_category():
     for row in registry.MECHANISMS:
         assert row.kind == "undrained-pipe" or callable(row.says), row.kind
-        assert row.category in category.CATEGORIES + (None,), row.kind
+        of = row.category if isinstance(row.category, tuple) else (row.category,)
+        assert set(of) <= set(category.CATEGORIES + (None,)), row.kind
+        assert not isinstance(row.category, tuple) or row.decides == "qualifies", row.kind
         assert row.decides in ("always", "weak-root", "qualifies") and row.rests_on in ("closed", "inferred", "likely", "context")
     assert len(registry.BY_KIND) == len(registry.MECHANISMS), "a mechanism declared twice"
 
@@ -183,3 +185,18 @@ def test_cause_not_determined_is_never_high():
     d = _graph_and_walk("deadlock")
     sure = confidence.assess(d, View(), View(), "unknown", {"state": "no progress seen"})
     assert sure["level"] == "low" and sure["to_settle"]
+
+
+def test_a_gpu_row_is_reported_only_under_a_verdict_of_its_category():
+    # what the GPU did is found before the category is decided (gpu.detect), and kept where it
+    # means something: a busy flag over a hung kernel under a cuda wait, not under a collective
+    from stalldiag.diagnosis.types import Finding
+    found = [Finding.about(kind, pid=1) for kind in ("hung-kernel", "launch-bound", "gpu-starved", "fd-limit")]
+    kept = lambda c: [f.kind for f in registry.with_category(found, c)]
+    assert kept("cuda") == ["hung-kernel", "fd-limit"]
+    assert kept("cpu") == ["launch-bound", "gpu-starved", "fd-limit"]
+    assert kept("collective") == ["fd-limit"]
+    clauses = registry.qualifiers_of([{"kind": "cpu-limit", "summary": "limit"}, {"kind": "fd-limit", "summary": "fds"},
+                                      {"kind": "cpu-neighbour", "summary": "neighbour"},
+                                      {"kind": "launch-bound", "summary": "long", "clause": "launch-bound: GPU 0"}], "cpu")
+    assert clauses == ["launch-bound: GPU 0", "fds", "limit"]   # the GPU's first; two limits at most

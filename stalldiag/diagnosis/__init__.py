@@ -22,6 +22,7 @@ from .types import Finding
 from .confidence import assess as assess_confidence
 from .polls import detect as poll_findings
 from .resources import detect as resource_findings
+from .gpu import detect as gpu_findings
 from .walk import walk, workers_of
 
 # The public API: diagnose(), and the facts and words a report and its renderers may read of a
@@ -61,6 +62,7 @@ def diagnose(capture):
     if retry:
         d.findings.append(dict(as_dict(Finding.about("retry-loop", culprit, retrier=culprit, **retry), d),
                                failing=retry["failing"]))
+    gpu_found = gpu_findings(d, culprit)   # (qualifiers: kept where the category applies)
     category, through = choose_category(d, focus, culprit)
     evidence = []
     for view in d.chain:
@@ -70,11 +72,10 @@ def diagnose(capture):
                                              d.roles.get(culprit.pid, "child"), process_text(d.procs[focus.pid])))
     process_evidence(d, culprit, evidence)
     framework_evidence(d, focus, culprit, evidence)
-    category_gpu = gpu_evidence(d, focus, culprit, category, evidence)
+    gpu_evidence(d, category, evidence, gpu_found)
     verdict = {
         "category": category,
-        "summary": "; ".join([summary_of(d, category, focus, culprit, through) + category_gpu] + [
-            q for q in qualifiers_of(d.findings, category) if q not in category_gpu]),
+        "summary": "; ".join([summary_of(d, category, focus, culprit, through)] + qualifiers_of(d.findings, category)),
         "pid": culprit.pid,
         "tid": culprit.tid,
         "thread_name": culprit.name,

@@ -11,7 +11,6 @@ from .registry import as_dict
 from .motion import stuck
 from .types import Finding
 
-LAUNCH_BOUND_SM = 10.0   # GPM SM activity under which a computing host thread, not the GPU, sets the pace
 
 
 def say(d, kind, view=None, pid=None, **facts):
@@ -77,53 +76,32 @@ def framework_evidence(d, focus, culprit, evidence):
             evidence.append("ranks %s never started" % missing[0])
 
 
-def gpu_evidence(d, focus, culprit, category, evidence):
-    """GPU numbers behind the call; returns a phrase for the summary, or ""."""
+def gpu_evidence(d, category, evidence, found):
+    """The GPU numbers behind the verdict, and the GPU rows (gpu.detect, found before the
+    category) that apply to its category: reported, and their sentence in the evidence where
+    the registry says so."""
     from .gpu import devices_of
+    from .registry import BY_KIND, with_category
     if not d.gpus:
-        return ""
-    chain_pids = [v.pid for v in d.chain]
+        return
     used = []
-    for pid in chain_pids + list(d.procs):
+    for pid in [v.pid for v in d.chain] + list(d.procs):
         for index in devices_of(d.capture, pid):
             if index in d.gpus and index not in used:
                 used.append(index)
     shown = used or sorted(d.gpus)
     for index in shown:
         evidence.append(d.gpus[index].text())
-    phrase = ""
-    focus_devs = [d.gpus[i] for i in devices_of(d.capture, focus.pid) if i in d.gpus]
-    if category == "cuda" and focus_devs:
-        dev = focus_devs[0]
-        if dev.looks_hung:
-            say(d, "hung-kernel", focus, waiter=focus, gpu=dev)
-            phrase = "; the GPU kernel looks hung (busy flag %.0f%%, SM activity %.1f%%)" % (dev.util, dev.sm)
-        elif dev.real_compute:
-            say(d, "gpu-bound", focus, gpu=dev)
-            phrase = "; the GPU is really busy (SM %.0f%%, tensor %.0f%%): GPU-bound" % (dev.sm, dev.tensor or 0)
-        elif dev.busy_flag and not dev.has_gpm:
-            phrase = "; GPU busy flag %.0f%% (no GPM to tell real compute from a spin)" % dev.util
-    if category == "collective" and focus.kind == "cuda" and focus_devs:
-        dev = focus_devs[0]
-        if dev.busy_flag and not dev.real_compute:
-            evidence.append(say(d, "collective-on-gpu", focus, waiter=focus, gpu=dev))
+    for item in with_category(found, category):
+        said = as_dict(item, d)
+        d.findings.append(said)
+        if BY_KIND[item.kind].evidence_line:
+            evidence.append(said["summary"])
     if category == "compilation":
         active = [d.gpus[i] for i in shown if not d.gpus[i].idle]
         if active:
             evidence.append("GPU activity during compilation (%s) is expected: autotuning benchmarks run kernels"
                             % ", ".join("GPU %d %.0f%%" % (g.index, g.util) for g in active))
-    culprit_devs = [d.gpus[i] for i in devices_of(d.capture, culprit.pid) if i in d.gpus]
-    if category == "cpu" and culprit_devs and focus.kind != "dataloader":
-        dev = culprit_devs[0]
-        if dev.has_gpm and (dev.sm or 0) < LAUNCH_BOUND_SM and culprit.state is not None \
-                and culprit.state.condition == "computing":
-            evidence.append(say(d, "launch-bound", culprit, host=culprit, gpu=dev))
-            phrase = "; launch-bound: GPU %d SM %.1f%%" % (dev.index, dev.sm or 0)
-    if focus.kind == "dataloader" and category in ("io", "cpu", "locks"):
-        for dev in focus_devs or []:
-            if dev.idle:
-                evidence.append(say(d, "gpu-starved", focus, gpu=dev))
-                phrase = "; GPU %d idle %.0f%% of the window" % (dev.index, 100 * dev.idle_share)
     for event in d.gpu.xid_events:
         say(d, "xid", event=event)
     for dev_info in d.gpu.devices:
@@ -134,7 +112,6 @@ def gpu_evidence(d, focus, culprit, category, evidence):
         slow = dev.clock_reasons & (0x8 | 0x40 | 0x80)
         if slow:
             say(d, "gpu-throttled", gpu=dev, reasons=slow)
-    return phrase
 
 
 def _missing_ranks(d):

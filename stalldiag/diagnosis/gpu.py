@@ -14,6 +14,7 @@ IDLE = 5.0              # at or below: idle
 REAL_SM = 50.0          # GPM SM utilization that is real compute
 REAL_TENSOR = 10.0      # or tensor-core activity that is
 HUNG_SM = 5.0           # busy flag with SM activity under this: one stuck block
+LAUNCH_BOUND_SM = 10.0  # GPM SM activity under which a computing host thread, not the GPU, sets the pace
 
 
 def _mean(values):
@@ -123,3 +124,55 @@ def visible_devices(env, devices):
             match = [d["index"] for d in devices if d.get("uuid", "").startswith(item)]
             out.extend(match)
     return out
+
+
+# -- the registry's GPU rows: what the GPUs of the chain's ends did, found before the category is
+# decided; each qualifies a verdict of its category (registry.py) ---------------------------
+
+def detect(g, culprit):
+    """Findings of the GPUs the chain's first thread (the focus) and its culprit use."""
+    from .types import Finding
+    if not g.gpus:
+        return []
+    focus = g.chain[0]
+    focus_devs = [g.gpus[i] for i in devices_of(g.capture, focus.pid) if i in g.gpus]
+    culprit_devs = [g.gpus[i] for i in devices_of(g.capture, culprit.pid) if i in g.gpus]
+    found = []
+    if focus_devs:
+        dev = focus_devs[0]
+        if dev.looks_hung:
+            found.append(Finding.about("hung-kernel", focus, waiter=focus, gpu=dev))
+        elif dev.real_compute:
+            found.append(Finding.about("gpu-bound", focus, gpu=dev))
+        elif dev.busy_flag and not dev.has_gpm:
+            found.append(Finding.about("gpu-busy-flag", focus, gpu=dev))
+        if focus.kind == "cuda" and dev.busy_flag and not dev.real_compute:
+            found.append(Finding.about("collective-on-gpu", focus, waiter=focus, gpu=dev))
+    if culprit_devs and focus.kind != "dataloader":
+        dev = culprit_devs[0]
+        if dev.has_gpm and (dev.sm or 0) < LAUNCH_BOUND_SM and culprit.state is not None \
+                and culprit.state.condition == "computing":
+            found.append(Finding.about("launch-bound", culprit, host=culprit, gpu=dev))
+    if focus.kind == "dataloader":
+        found += [Finding.about("gpu-starved", focus, gpu=dev) for dev in focus_devs if dev.idle]
+    return found
+
+
+def hung_kernel_clause(g, waiter, gpu):
+    return "the GPU kernel looks hung (busy flag %.0f%%, SM activity %.1f%%)" % (gpu.util, gpu.sm)
+
+
+def gpu_bound_clause(g, gpu):
+    return "the GPU is really busy (SM %.0f%%, tensor %.0f%%): GPU-bound" % (gpu.sm, gpu.tensor or 0)
+
+
+def gpu_busy_flag_text(g, gpu):
+    return "GPU busy flag %.0f%% (no GPM to tell real compute from a spin)" % gpu.util
+
+
+def launch_bound_clause(g, host, gpu):
+    return "launch-bound: GPU %d SM %.1f%%" % (gpu.index, gpu.sm or 0)
+
+
+def gpu_starved_clause(g, gpu):
+    return "GPU %d idle %.0f%% of the window" % (gpu.index, 100 * gpu.idle_share)

@@ -9,7 +9,13 @@ A row says, for one mechanism:
   decides         "always": it decides wherever the chain ends; "weak-root": only over a root
                   that explains nothing better itself (sleeping, polling, computing, retrying);
                   "qualifies": it decides nothing, and when the verdict's category is its
-                  category its sentence joins the summary (a binding limit, a neighbour)
+                  category (one, a tuple, or None: any) its clause joins the summary (a binding
+                  limit, a neighbour, what the GPU did)
+  clause          (qualifiers) the words it adds to the summary, when not its whole sentence;
+                  False: it adds none
+  evidence_line   (qualifiers) its sentence is also a line of the verdict's evidence
+  only_with_category  (qualifiers) it is reported only under a verdict of its category (what a
+                  GPU did means something only for the wait the verdict names)
   blocks_progress the job cannot move while it holds (it cannot resolve by itself)
   leads_summary   its sentence is the verdict's summary when it is the deciding mechanism
   rests_on        what a verdict's confidence may rest on: "closed" (a closed chain or a
@@ -24,9 +30,10 @@ the summary and the progress model all read it, never the order in which detecto
 category.py, progress.py and verdict.py derive their tables from these rows.
 """
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from . import formatter as say
+from . import gpu
 from . import polls
 from . import resources
 from .types import Finding
@@ -43,6 +50,9 @@ class Mechanism:
     leads_summary: bool = False
     rests_on: str = "context"
     report_kind: Optional[str] = None
+    clause: Any = None
+    evidence_line: bool = False
+    only_with_category: bool = False
 
 
 def _m(kind, says, found_by, **kw):
@@ -111,6 +121,21 @@ _DECIDING = (
 # Limits and neighbours: the why of a verdict of their category (resources.py), in the order the
 # summary names them.
 _QUALIFYING = (
+    # What the GPUs of the chain's ends did (gpu.detect): at most one applies to a category, and
+    # it comes first in the summary
+    _m("hung-kernel", say.hung_kernel, "gpu.detect", category="cuda", decides="qualifies",
+       clause=gpu.hung_kernel_clause, only_with_category=True),
+    _m("gpu-bound", say.gpu_bound, "gpu.detect", category="cuda", decides="qualifies", clause=gpu.gpu_bound_clause,
+       only_with_category=True),
+    _m("gpu-busy-flag", gpu.gpu_busy_flag_text, "gpu.detect", category="cuda", decides="qualifies",
+       only_with_category=True),
+    _m("collective-on-gpu", say.collective_on_gpu, "gpu.detect", category="collective", decides="qualifies",
+       clause=False, evidence_line=True, only_with_category=True),
+    _m("launch-bound", say.launch_bound, "gpu.detect", category="cpu", decides="qualifies",
+       clause=gpu.launch_bound_clause, evidence_line=True, only_with_category=True),
+    _m("gpu-starved", say.gpu_starved, "gpu.detect", category=("io", "cpu", "locks"), decides="qualifies",
+       clause=gpu.gpu_starved_clause, evidence_line=True, only_with_category=True),
+    # Limits and neighbours (resources.py), at most two named
     # (category None: it qualifies a verdict of any category)
     _m("fd-limit", resources.fd_limit_text, "resources.fd_limit", decides="qualifies"),
     _m("cpu-limit", resources.cpu_limit_text, "resources.cpu_limit", category="cpu", decides="qualifies"),
@@ -138,11 +163,6 @@ _CONTEXT = (
     _m("compiling", say.compiling, "evidence.framework_evidence"),
     _m("missing-ranks", say.missing_ranks, "evidence.framework_evidence"),
     _m("unnumbered-ranks", say.unnumbered_ranks, "evidence.general_findings"),
-    _m("hung-kernel", say.hung_kernel, "evidence.gpu_evidence"),
-    _m("gpu-bound", say.gpu_bound, "evidence.gpu_evidence"),
-    _m("collective-on-gpu", say.collective_on_gpu, "evidence.gpu_evidence"),
-    _m("launch-bound", say.launch_bound, "evidence.gpu_evidence"),
-    _m("gpu-starved", say.gpu_starved, "evidence.gpu_evidence"),
     _m("xid", say.xid, "evidence.general_findings"),
     _m("ecc", say.ecc, "evidence.general_findings"),
     _m("gpu-throttled", say.gpu_throttled, "evidence.general_findings"),
@@ -166,13 +186,25 @@ WEAK_ROOT_CATEGORY_OF = tuple((m.kind, m.category) for m in _DECIDING if m.categ
 BLOCKS_PROGRESS = tuple(m.kind for m in MECHANISMS if m.blocks_progress)
 LEADS_SUMMARY = tuple(m.kind for m in _DECIDING if m.leads_summary)
 QUALIFIERS = tuple((m.kind, m.category) for m in _QUALIFYING)
+GPU_ROWS = tuple(m.kind for m in _QUALIFYING if m.found_by == "gpu.detect")
+
+
+def applies(of, category):
+    """A qualifier of category `of` (one, a tuple, or None: any) applies to a verdict of category."""
+    return of is None or category == of or (isinstance(of, tuple) and category in of)
 
 
 def qualifiers_of(findings, category, most=2):
-    """The sentences of the limits and neighbours found for a verdict of `category`, in the
-    registry's order."""
-    found = {f["kind"]: f["summary"] for f in findings}
-    return [found[kind] for kind, of in QUALIFIERS if of in (category, None) and kind in found][:most]
+    """The clauses the summary of a verdict of `category` gets: what the GPU did, then at most
+    `most` limits and neighbours, in the registry's order."""
+    found = {f["kind"]: f.get("clause", f["summary"]) for f in findings}
+    clauses = [(kind, found[kind]) for kind, of in QUALIFIERS if applies(of, category) and found.get(kind)]
+    return [c for kind, c in clauses if kind in GPU_ROWS] + [c for kind, c in clauses if kind not in GPU_ROWS][:most]
+
+
+def with_category(items, category):
+    """The Findings of rows reported only under a verdict of their category, kept where it applies."""
+    return [f for f in items if not BY_KIND[f.kind].only_with_category or applies(BY_KIND[f.kind].category, category)]
 
 
 def report_kind(kind):
@@ -195,5 +227,10 @@ def finding_of(findings, among):
 def as_dict(item: Finding, g):
     """The report's {"kind", "summary", "pid", "tid"} record of a Finding, its sentence written by
     the row's `says`."""
-    return {"kind": report_kind(item.kind), "summary": BY_KIND[item.kind].says(g, **item.facts),
-            "pid": item.pid, "tid": item.tid}
+    row = BY_KIND[item.kind]
+    found = {"kind": report_kind(item.kind), "summary": row.says(g, **item.facts), "pid": item.pid, "tid": item.tid}
+    if row.clause is False:
+        found["clause"] = None
+    elif row.clause is not None:
+        found["clause"] = row.clause(g, **item.facts)
+    return found
