@@ -355,10 +355,8 @@ def _kind_from_state(view):
         if waits:
             count, kind = max(waits)
             view.rekind(kind, count / max(view.n_samples, 1))
-    if state.condition == "spinning" and "CUDA" in state.phrase:
-        view.kind, view.share = "cuda", max(view.share, view.kernel_share)
-    elif state.condition == "spinning":
-        view.kind, view.share = "lock", max(view.share, view.kernel_share)
+    if state.condition == "spinning":
+        view.kind, view.share = state.target, max(view.share, view.kernel_share)
     elif state.condition in ("stopped", "traced", "frozen"):
         view.kind = "stopped" if state.condition != "frozen" else "frozen"
     elif state.condition == "storage" and view.kind not in ("io", "dataloader", "compile"):

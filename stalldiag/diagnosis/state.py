@@ -40,11 +40,12 @@ PAGE_FAULT_SYSCALLS = (None, "running", "nosyscall")
 class ThreadState:
     """condition + the numbers behind it, and a phrase for the summary."""
 
-    def __init__(self, condition, phrase="", numbers=None, progressing=False):
+    def __init__(self, condition, phrase="", numbers=None, progressing=False, target=None):
         self.condition = condition
         self.phrase = phrase
         self.numbers = numbers or {}
         self.progressing = progressing
+        self.target = target   # what a spinning thread spin-waits on: "cuda" or "lock"
 
     @property
     def halted(self):
@@ -159,12 +160,12 @@ def _on_cpu(view, kernel, duration, numbers, gpu_devices, gpus):
                            "in %.1f s (more runnable threads than CPUs it may use)" % (run, wait, duration), numbers, progressing=True)
     spin = _spin_target(view, duration, gpu_devices, gpus)
     if spin:
-        return ThreadState("spinning", spin, numbers)
+        return ThreadState("spinning", spin[1], numbers, target=spin[0])
     return ThreadState("computing", "on CPU", numbers, progressing=True)
 
 
 def _spin_target(view, duration, gpu_devices, gpus):
-    """What an on-CPU thread spin-waits on, or None if it computes.
+    """(what an on-CPU thread spin-waits on, "cuda" or "lock"; its phrase), or None if it computes.
 
     A spin-wait burns CPU without sleeping (almost no voluntary context
     switches, no syscalls) and without moving (its Python stack stays on one
@@ -186,10 +187,10 @@ def _spin_target(view, duration, gpu_devices, gpus):
     if gpu_devices and (frame_table.source_kind(code) == "cuda" or "cuda" in contexts or "collective" in contexts
                         or frame_table.touches_device(code)):
         gpu = _gpu_phrase(gpu_devices, gpus)
-        return "spin-waiting in a CUDA call at %s: on CPU, %s voluntary switches, stack unchanged%s" % (
+        return "cuda", "spin-waiting in a CUDA call at %s: on CPU, %s voluntary switches, stack unchanged%s" % (
             where, ctx.get("voluntary", "no") if ctx else "no count of", gpu)
     if matches & {"lock", "semaphore"}:
-        return "spin-waiting on a lock at %s" % where
+        return "lock", "spin-waiting on a lock at %s" % where
     return None
 
 
