@@ -3,7 +3,15 @@
 Two layers: a test that starts a process (a workload, stalldiag itself, a browser, Slurm) is
 `live`; the rest (units, and replays of saved captures) are the fast layer, run after every
 change as `pytest -m "not live"`.
+
+The suite runs two files at a time (`-n 2 --dist loadfile`, pytest-xdist): most live tests
+wait on a workload that is blocked and use no CPU, so two of them side by side cost the wall
+time of one.  A live test whose answer depends on the machine being otherwise quiet (its
+workload computes, it reads host-wide state, it times something) is marked `alone`: it holds
+the test lock exclusively, the others share it, so it never runs beside another live test.
+Tests of one file always run one after the other.
 """
+import fcntl
 import inspect
 import json
 import re
@@ -73,10 +81,39 @@ def _is_live(item):
     return bool(LIVE_CALLS.search(source))
 
 
+# Live tests that must not run beside another: whole files (host-wide state: neighbours, cgroups,
+# discovery of jobs, Slurm, tracers, ptrace settings; timing and progress), and tests whose
+# workload computes (a CPU verdict can turn on another test's load: a run delay, a neighbour)
+ALONE_FILES = {"test_resource_limits", "test_unseen_stopped_workers_and_contention", "test_progress",
+               "test_progress_honest", "test_coverage", "test_watch", "test_slurm", "test_discovery_merge",
+               "test_exact_syscalls", "test_kernel_state", "test_readme", "test_hardening", "test_cli_errors",
+               "test_unseen_pools_sockets_and_healthy_jobs", "test_unseen_locks_storage_and_halted_ranks",
+               "test_chains", "test_pipeline_mechanisms", "test_gpu_families", "test_html_report"}
+ALONE_NAMES = re.compile(r"busy|cpu|spin|gil|regex|comput|quota|healthy|paced|progress|contention|neighbour|"
+                         r"throttl|compil|slow_storage|exact")
+TEST_LOCK = os.path.join(os.environ.get("TMPDIR", "/tmp"), "stalldiag-tests.lock")
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if _is_live(item):
             item.add_marker(pytest.mark.live)
+            if Path(str(item.fspath)).stem in ALONE_FILES or ALONE_NAMES.search(item.name):
+                item.add_marker(pytest.mark.alone)
+
+
+@pytest.fixture(autouse=True)
+def _test_lock(request):
+    """Shared for a live test, exclusive for one marked `alone` (see the module's docstring)."""
+    if request.node.get_closest_marker("live") is None:
+        yield
+        return
+    with open(TEST_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if request.node.get_closest_marker("alone") else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture
