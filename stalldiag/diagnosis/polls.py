@@ -115,8 +115,9 @@ def flag_orphaned(g, view):
     if others or g.live_children(view.pid):
         return None
     about = " ".join([code, frame[0] or "", source.get("class") or ""])
-    kind = "flag-orphaned-network" if retry_table.FLAG_NETWORK.search(about) else "flag-orphaned"
-    return Finding.about(kind, view, waiter=view, code=code, frame=frame)
+    server = bool(retry_table.FLAG_NETWORK.search(about))
+    kind = "flag-orphaned-network" if server else "flag-orphaned"
+    return Finding.about(kind, view, waiter=view, code=code, frame=frame, server=server)
 
 
 DETECTORS = (lock_poll, child_exited, thread_died, flag_orphaned)
@@ -151,18 +152,12 @@ def _orphaned(g, waiter):
     return "; " + orphan["summary"].split(", and ", 1)[1].split(". Nothing will", 1)[0]
 
 
-def flag_orphaned_text(g, waiter, code, frame):
-    server = retry_table_words(code, frame)
+def flag_orphaned_text(g, waiter, code, frame, server):
     return ("%s polls `%s` at %s in a sleep loop, and it is the only Python thread of its process, with no "
             "child: no thread is left to set that flag, so only a signal handler could end the wait. The thread "
             "that was to set it (%s) has ended; an exception ends a thread quietly, its traceback going to "
             "the job's stderr" % (waiter.label, code, frame_text(frame) or "?",
                                   "a server thread that never came up" if server else "a loader, a worker"))
-
-
-def retry_table_words(code, frame):
-    from ..knowledge import retries as retry_table
-    return bool(retry_table.FLAG_NETWORK.search(" ".join([code, frame[0] or ""])))
 
 
 def child_exited_text(g, waiter, dead):
