@@ -165,3 +165,27 @@ def test_a_loop_retrying_an_open_at_its_file_limit_names_the_limit(launch, tmp_p
     assert "open files its RLIMIT_NOFILE allows" in verdict["summary"]
     files = report["capture"]["resources"]["processes"][str(job.pid)]["open_files"]
     assert files["limit"] == 64 and files["open"] >= 60
+
+
+def test_a_twin_is_a_process_running_the_same_python_program_and_its_listeners_are_read():
+    import os
+    import socket
+    from stalldiag.probes.resources import _listening_of, listening_sockets, program_of
+    assert program_of(["/usr/bin/python3", "-u", "/srv/train.py", "--lr", "1"]) == "train.py"
+    assert program_of(["python3.11", "-m", "torch.distributed.run", "x.py"]) == "-m torch.distributed.run"
+    assert program_of(["python3", "-c", "pass"]) is None and program_of(["bash", "train.py"]) is None
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        address = "127.0.0.1:%d" % server.getsockname()[1]
+        assert address in listening_sockets().values()
+        assert address in _listening_of(os.getpid(), listening_sockets())
+
+
+@pytest.mark.parametrize("name,program", [("flag_waiter_alone_leftover", "flag_waiter_alone.py leftover"),
+                                          ("repro_rj_stale_moto_port", "rj_stale_moto_port.py")])
+def test_a_server_that_never_came_up_names_the_copy_an_earlier_run_left_on_its_port(name, program):
+    verdict = _replayed(name)
+    assert verdict["category"] == "network" and verdict["confidence"] == "medium", verdict["summary"]
+    assert "a copy of this program outside the job (ppid 1," in verdict["summary"] and program in verdict["summary"]
+    assert "listens on 127.0.0.1:" in verdict["summary"] and "Address already in use" in verdict["summary"]

@@ -310,13 +310,17 @@ def test_a_poll_on_pipes_a_daemon_still_holds_names_the_daemon_on_every_python(l
             os.kill(verdict["pid"], 9)   # the daemon left its session: the launch fixture cannot reach it
 
 
-@pytest.mark.parametrize("mode,category", [("server", "network"), ("loader", "locks")])
+@pytest.mark.parametrize("mode,category", [("server", "network"), ("leftover", "network"), ("loader", "locks")])
 def test_a_flag_polled_by_the_only_thread_left_is_a_wait_nothing_can_end_on_every_python(
         launch, target_python, mode, category):
     minor, python = target_python
     job = launch_with(launch, python, "flag_waiter_alone.py", mode, settle=0.5)
     verdict = inspect_json(job.pid, duration=2)["verdict"]
     assert verdict["category"] == category and verdict["pid"] == job.pid, verdict["summary"]
-    flag = {"server": "`while not self._serving:`", "loader": "`while not index.loaded:`"}[mode]
+    flag = {"server": "`while not self._serving:`", "leftover": "`while not self._serving:`",
+            "loader": "`while not index.loaded:`"}[mode]
     assert flag in verdict["summary"] and "no thread is left to set that flag" in verdict["summary"], verdict["summary"]
+    if mode == "leftover":   # the copy an "earlier run" left, listening on the port
+        assert "a copy of this program outside the job (ppid 1," in verdict["summary"], verdict["summary"]
+        assert "listens on 127.0.0.1:" in verdict["summary"], verdict["summary"]
     assert verdict["confidence"] != "high" and verdict["progress"]["state"] == "no progress seen"

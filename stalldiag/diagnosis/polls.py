@@ -117,7 +117,11 @@ def flag_orphaned(g, view):
     about = " ".join([code, frame[0] or "", source.get("class") or ""])
     server = bool(retry_table.FLAG_NETWORK.search(about))
     kind = "flag-orphaned-network" if server else "flag-orphaned"
-    return Finding.about(kind, view, waiter=view, code=code, frame=frame, server=server)
+    # a copy of this program outside the job that listens: a server an earlier run left holds the
+    # port this one's server thread could not take
+    leftover = next((t for t in (g.resources.twins if g.resources is not None else []) if t.listening), None) \
+        if server else None
+    return Finding.about(kind, view, waiter=view, code=code, frame=frame, server=server, leftover=leftover)
 
 
 DETECTORS = (lock_poll, child_exited, thread_died, flag_orphaned)
@@ -152,7 +156,13 @@ def _orphaned(g, waiter):
     return "; " + orphan["summary"].split(", and ", 1)[1].split(". Nothing will", 1)[0]
 
 
-def flag_orphaned_text(g, waiter, code, frame, server):
+def flag_orphaned_text(g, waiter, code, frame, server, leftover):
+    if leftover is not None:
+        return ("%s polls `%s` at %s in a sleep loop for its server, and no thread is left to set that flag: the "
+                "server thread has ended. pid %d, a copy of this program outside the job (ppid %s, `%s`), listens "
+                "on %s: a server an earlier run left holds the port this one could not take (Address already in "
+                "use)" % (waiter.label, code, frame_text(frame) or "?", leftover.pid, leftover.ppid,
+                          (leftover.cmdline or leftover.comm or "?")[:120], ", ".join(leftover.listening[:3])))
     return ("%s polls `%s` at %s in a sleep loop, and it is the only Python thread of its process, with no "
             "child: no thread is left to set that flag, so only a signal handler could end the wait. The thread "
             "that was to set it (%s) has ended; an exception ends a thread quietly, its traceback going to "

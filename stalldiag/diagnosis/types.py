@@ -195,6 +195,7 @@ class OtherProcess:
     write_Bps: float = 0.0
     majflt: int = 0
     affinity: List[int] = field(default_factory=list)
+    listening: List[str] = field(default_factory=list)   # (twins) TCP addresses it listens on
 
 
 @dataclass
@@ -220,6 +221,7 @@ class Resources:
     host: Host = field(default_factory=Host)
     neighbours: List[OtherProcess] = field(default_factory=list)
     others: Dict[int, OtherProcess] = field(default_factory=dict)
+    twins: List[OtherProcess] = field(default_factory=list)   # outside the job, running its program
 
     @classmethod
     def of(cls, capture):
@@ -234,7 +236,9 @@ class Resources:
             host=_from_dict(Host, host, cpu_busy=dict(_by_int(host.get("cpu_busy"))),
                             disks={name: _from_dict(Disk, row) for name, row in (host.get("disks") or {}).items()}),
             neighbours=[_from_dict(OtherProcess, n) for n in raw.get("neighbours") or []],
-            others={pid: _from_dict(OtherProcess, info) for pid, info in _by_int(raw.get("others"))})
+            others={pid: _from_dict(OtherProcess, info) for pid, info in _by_int(raw.get("others"))},
+            twins=[_from_dict(OtherProcess, t) for t in raw.get("twins") or [] if isinstance(t, dict)
+                   and isinstance(t.get("pid"), int)])
 
     def limits_of(self, pid):
         return self.processes.get(pid) or ProcessLimits()

@@ -290,6 +290,51 @@ def redacted_command(pid, proc="/proc"):
     return " ".join(redact.redact_argv(argv))[:200] if argv else None
 
 
+def program_of(argv):
+    """The Python program a command line runs (its script, or `-m module`), or None: a twin of
+    a job is another process running the same program, not any process of the same interpreter."""
+    if not argv or "python" not in os.path.basename(argv[0]):
+        return None
+    args = argv[1:]
+    while args and args[0].startswith("-") and args[0] not in ("-m", "-c"):
+        args = args[1:]
+    if len(args) >= 2 and args[0] == "-m":
+        return "-m " + args[1]
+    if args and args[0].endswith(".py"):
+        return os.path.basename(args[0])
+    return None
+
+
+def listening_sockets(proc="/proc"):
+    """{socket inode: "address:port"} of the TCP sockets listening in this network namespace."""
+    from ..fds import TCP_STATES, _hex_addr
+    import socket as _socket
+    found = {}
+    for name, family in (("tcp", _socket.AF_INET), ("tcp6", _socket.AF_INET6)):
+        for line in (_read("%s/net/%s" % (proc, name)) or "").splitlines()[1:]:
+            parts = line.split()
+            if len(parts) > 9 and TCP_STATES.get(parts[3]) == "LISTEN":
+                found[int(parts[9])] = _hex_addr(parts[1], family)
+    return found
+
+
+def _listening_of(pid, listening, proc="/proc"):
+    fd_dir = "%s/%d/fd" % (proc, pid)
+    found = []
+    try:
+        names = os.listdir(fd_dir)
+    except OSError:
+        return found
+    for name in names:
+        try:
+            target = os.readlink("%s/%s" % (fd_dir, name))
+        except OSError:
+            continue
+        if target.startswith("socket:[") and int(target[8:-1]) in listening:
+            found.append(listening[int(target[8:-1])])
+    return sorted(set(found))
+
+
 class ResourceProbe:
     """start(pids) and stop(pids, also=...) around the window; to_dict() for the capture."""
 
@@ -346,6 +391,7 @@ class ResourceProbe:
                 host["disks"][name] = row
         return {"available": True, "duration_s": round(duration, 3), "processes": processes, "host": host,
                 "neighbours": self._neighbours(first["procs"], last["procs"], job, duration),
+                "twins": self._twins(last["procs"], job),
                 "others": {str(pid): info for pid, info in ((p, describe_process(p, self.proc))
                                                               for p in sorted(set(also) - job)) if info}}
 
@@ -371,6 +417,24 @@ class ResourceProbe:
             row["cmdline"] = redacted_command(row["pid"], self.proc)
             row["affinity"] = _affinity(row["pid"])
         return keep
+
+    def _twins(self, counters, job):
+        """Processes outside the job that run one of its programs (a copy an earlier run left:
+        a server still on the job's port, a trainer still on its GPU), with the TCP addresses
+        they listen on."""
+        programs = {program_of(_argv(pid, self.proc)) for pid in job} - {None}
+        if not programs:
+            return []
+        ours = self.exclude | _descendants_of(os.getpid(), counters)
+        listening = listening_sockets(self.proc)
+        twins = []
+        for pid, row in sorted(counters.items()):
+            if pid in job or pid in ours or program_of(_argv(pid, self.proc)) not in programs:
+                continue
+            twins.append({"pid": pid, "comm": row[5], "state": row[6], "ppid": row[7],
+                          "cmdline": redacted_command(pid, self.proc),
+                          "listening": _listening_of(pid, listening, self.proc)})
+        return twins[:NEIGHBOURS]
 
     def to_dict(self):
         return self.result
