@@ -89,9 +89,9 @@ def assess(d, focus, culprit, category, progress):
         settle.append(LONGER)
     python = d.procs[culprit.pid].python if culprit.pid in d.procs else {}
     # (a blocked thread's stack does not change: one sample of it is as good as many)
-    if python.get("stacks") and root in ("cpu", "compile") and culprit.n_stack_samples < MIN_STACK_SAMPLES:
+    if python.get("stacks") and root in ("cpu", "compile") and culprit.n_framed_samples < MIN_STACK_SAMPLES:
         level = _lower(level, "medium")
-        reasons.append("%d Python stack samples of the culprit" % culprit.n_stack_samples)
+        reasons.append("%d Python stack samples of the culprit" % culprit.n_framed_samples)
         settle.append(LONGER)
     elif not python.get("stacks") and "permission" in str(python.get("reason") or "").lower():
         level = _lower(level, "medium")

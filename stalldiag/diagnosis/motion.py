@@ -55,7 +55,7 @@ def frozen_stack(view):
     compute is one line, is caught at that line in every sample too, but it waits between steps.
     Compiling is exempt: one compile step can take that long."""
     on_cpu = view.activity.get("running", 0) / view.n_samples if view.n_samples else 0
-    return view.kind != "compile" and view.n_stack_samples >= FROZEN_SAMPLES and len(view.stacks_by_count()) == 1 \
+    return view.kind != "compile" and view.n_framed_samples >= FROZEN_SAMPLES and len(view.stacks_by_count()) == 1 \
         and on_cpu >= FROZEN_ON_CPU
 
 
@@ -65,7 +65,8 @@ def spins(view, proc=None):
     run under it), no voluntary context switch (nothing blocked: a poll with no timeout, at
     most) and nothing written by its process: a busy-wait or a runaway call, not work."""
     on_cpu = view.activity.get("running", 0) / view.n_samples if view.n_samples else 0
-    if view.kind == "compile" or view.n_stack_samples < FROZEN_SAMPLES or on_cpu < FROZEN_ON_CPU:
+    # (samples with frames: a sample a racing read cut to nothing says nothing of where it was)
+    if view.kind == "compile" or view.n_framed_samples < FROZEN_SAMPLES or on_cpu < FROZEN_ON_CPU:
         return False
     tops = {_user_line(frames) for frames, _n in view.stacks if frames}
     if len(tops) != 1:
@@ -84,10 +85,8 @@ def runaway(view, proc=None):
 def _user_line(frames):
     """(function, line) of the innermost frame of the user's own code in one stack sample.  (Not
     the outermost: a forked worker's outer frames are its parent's, frozen at the fork.)"""
-    from ..knowledge.frames import is_library_file
-    # (code made at run time, "<string>", runs for whoever called it: namedtuple's methods under
-    # selectors.py are the library's)
-    frame = next((f for f in frames if not is_library_file(f[1]) and not (f[1] or "").startswith("<")), frames[0])
+    from .threads import user_frame_of
+    frame = user_frame_of(frames)
     return frame[0], frame[2]
 
 

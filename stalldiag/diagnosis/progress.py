@@ -198,7 +198,7 @@ def assess(window, procs, views, gpus, halted=()):
                         "regular expression backtracking, a C loop); not progress" % (
                             view.label, view.cpu_seconds, duration, frame[0] if frame else "?",
                             (frame[1] or "?").rsplit("/", 1)[-1] if frame else "?", frame[2] if frame else "?",
-                            view.n_stack_samples))
+                            view.n_framed_samples))
     for view in [v for v in blind if v.kind == "compile"][:4]:
         evidence.append("cannot tell whether %s's compile will finish: %.1f s of CPU compiling in %.1f s with nothing "
                         "written (no cache entry, no output): a first compile can take minutes, "

@@ -172,7 +172,7 @@ def _spin_target(view, duration, gpu_devices, gpus):
     line), at a line that waits on a device or a lock.  A long C call (a
     regex, a sum) also keeps one line, so the line must say what is awaited.
     """
-    if view.n_stack_samples < MIN_STACKS or view.top_stack_count < FROZEN_STACK * view.n_stack_samples:
+    if view.n_framed_samples < MIN_STACKS or view.top_stack_count < FROZEN_STACK * view.n_framed_samples:
         return None
     ctx = view.thread.ctx
     if ctx and duration and ctx.get("voluntary", 0) > SPIN_SWITCHES * duration:

@@ -79,15 +79,18 @@ class ThreadView:
         self.details = details
         self.stacks = _expand_stacks(thread.stack_samples, capture)
         self.n_stack_samples = sum(n for _s, n in self.stacks)
+        # samples with frames: a read that raced the thread keeps its sample but no frames
+        # (probes/stacks.py), and shares are of what was seen, not of what was lost
+        self.n_framed_samples = sum(n for s, n in self.stacks if s)
         self.top_stack, self.top_stack_count = _top_stack(self.stacks_by_count())
         self.frame_matches = frame_table.match_stack(self.top_stack) if self.top_stack else []
         self.frame_kind = _wait_frame_kind(self.top_stack, self.frame_matches)
-        self.context_share = _context_share(self.stacks, self.n_stack_samples)
-        prompt = _source_share(self.stacks, self.n_stack_samples, "prompt")
+        self.context_share = _context_share(self.stacks, self.n_framed_samples)
+        prompt = _source_share(self.stacks, self.n_framed_samples, "prompt")
         if prompt and self._reads_stdin():
             self.context_share["prompt"] = self.context_share.get("prompt", 0) + prompt
         if _holds_gpu(proc, capture):
-            cuda = _source_share(self.stacks, self.n_stack_samples, "cuda")
+            cuda = _source_share(self.stacks, self.n_framed_samples, "cuda")
             if cuda:
                 self.context_share["cuda"] = self.context_share.get("cuda", 0) + cuda
         self.kernel_kind, self.kernel_share = _dominant(self.kernel_kinds, self.n_samples)
@@ -157,10 +160,7 @@ class ThreadView:
 
     def user_frame(self):
         """The innermost frame of the user's own code in the top stack."""
-        for frame in self.top_stack or []:
-            if not frame_table.is_library_file(frame[1]):
-                return frame
-        return (self.top_stack or [None])[0]
+        return user_frame_of(self.top_stack or [])
 
     @property
     def label(self):
@@ -169,6 +169,15 @@ class ThreadView:
     @property
     def active(self):
         return self.kind not in IDLE_KINDS
+
+
+def user_frame_of(frames):
+    """The innermost frame of the user's own code in one stack (leaf first).  Code made at run
+    time ("<string>": a namedtuple's __new__, a lambda made by exec) runs for whoever called it,
+    the library's selectors.py as often as the user: a file's frame is preferred, and "<string>"
+    only stands where nothing else is the user's (`python -c`)."""
+    own = [f for f in frames if not frame_table.is_library_file(f[1])]
+    return next((f for f in own if not (f[1] or "").startswith("<")), own[0] if own else (frames or [None])[0])
 
 
 def _top_stack(by_count):

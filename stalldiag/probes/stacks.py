@@ -29,6 +29,15 @@ MIN_PYSPY = (0, 3, 10)
 # failures another try will not mend (a "gone" process is checked first: py-spy says
 # "No such file or directory" for other reasons too)
 FINAL_FAILURES = ("not-python", "unsupported-python", "permission", "gone")
+# py-spy's words when a non-blocking read raced the target: the frame chain changed under it
+# (a deep stack that moves fast, as inductor's lowering does: ~73% of dumps measured).  Its
+# samples of that moment are lost, or worse, cut short: a few inner frames with no root.
+READ_ERRORS = re.compile(r"Failed to get stack traces|copy PyFrameObject|Bad address"
+                         r"|Failed to find a python interpreter|\bErrors: [1-9]", re.M)
+# The outermost frame of a whole Python stack: the main thread's module code (runpy's, under
+# `python -m`), or the bootstrap of a threading.Thread.  A sample of a thread that has whole
+# ones and ends anywhere else was torn by a racing read.
+ROOT_FUNCTIONS = ("<module>", "_run_module_as_main", "_bootstrap")
 
 # Lines of py-spy's stderr that explain a failure, and what to tell the user.
 PYSPY_FAILURES = (
@@ -160,6 +169,7 @@ class StackProbe:
         self.usable = False
         self.thread_ids = ThreadIdMap()
         self.unmatched = {}     # pid -> [(pthread id, thread name, why)]
+        self._racing = set()    # pids whose reads raced the target (py-spy's read errors)
 
     def start(self):
         if self.binary is None:
@@ -230,7 +240,8 @@ class StackProbe:
                "--duration", str(int(self.duration) + 60), "-o", outfile]
         cmd.append("--native" if self.native else "--nonblocking")  # native unwinding pauses the target
         try:
-            proc = spawn(cmd, stdout=subprocess.DEVNULL, stderr=errfile,
+            # py-spy's summary ("Errors: N") is on stdout: it tells a recorder that raced its target
+            proc = spawn(cmd, stdout=errfile, stderr=errfile,
                          stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as exc:
             errfile.close()
@@ -244,10 +255,25 @@ class StackProbe:
             self._recorders[pid] = (proc, outfile, errfile)
             self._started_at[pid] = self._clock()
 
-    def _take_snapshots(self, pids):
-        """One non-blocking `py-spy dump` of each pid, run in parallel; each result is kept
-        in _snapped with its time, and a failure py-spy explains in failures."""
-        started = {}
+    # Dumps of a process whose reads race it, until one gives a whole stack: 6 of 20 dumps of
+    # inductor's lowering succeeded (measured), so 20 fail together 0.08% of the time; bounded
+    # in time too, a dump costing ~20-50 ms
+    SNAPSHOT_TRIES = 20
+    SNAPSHOT_TRIES_S = 2.0
+
+    def _take_snapshots(self, pids, tries=1):
+        """Non-blocking `py-spy dump`s of each pid, run in parallel, up to `tries` rounds: a pid
+        leaves once a dump gave a whole (rooted) stack.  Each result is kept in _snapped with
+        its time, and a failure py-spy explains in failures."""
+        pending, deadline = list(pids), time.monotonic() + self.SNAPSHOT_TRIES_S
+        for _ in range(tries):
+            pending = [pid for pid in pending if pid not in self._dump_each(pending)]
+            if not pending or time.monotonic() > deadline:
+                break
+
+    def _dump_each(self, pids):
+        """One dump of each pid; returns the pids whose dump held a rooted stack."""
+        started, whole = {}, set()
         for pid in pids:
             try:
                 # not through spawn(): a dump ends within milliseconds of its own accord, so
@@ -271,8 +297,14 @@ class StackProbe:
                 self._snapped.setdefault(pid, []).append((at, got, frames))
                 self.snapshots.setdefault(pid, []).append(at)
                 self.failures.pop(pid, None)
-            elif pid not in self.failures:
-                self.failures[pid] = explain_failure(err or "")
+                if any(_rooted(stack, frames) for p in got.values() for stack in p["stacks"]):
+                    whole.add(pid)
+            else:
+                if READ_ERRORS.search(err or ""):
+                    self._racing.add(pid)
+                if pid not in self.failures:
+                    self.failures[pid] = explain_failure(err or "")
+        return whole
 
     def _snapshot(self, pid, output):
         """The output of one `py-spy dump --json --nonblocking` of pid, in parse_speedscope's shape."""
@@ -359,11 +391,12 @@ class StackProbe:
                 self.late.append(pid)
         for proc, _out, _err in self._recorders.values():
             proc.wait()
-        outputs, retry = {}, []
+        outputs, retry, deepen = {}, [], []
         for pid, (proc, outfile, errfile) in self._recorders.items():
             errfile.seek(0)
             stderr = errfile.read()
             errfile.close()
+            raced = bool(READ_ERRORS.search(stderr))
             got, got_frames = {}, []
             if pid not in self.late:
                 try:
@@ -377,7 +410,16 @@ class StackProbe:
             if got:
                 outputs[pid] = (got, got_frames)
                 self._check_thin(pid, got)
+                rooted = [sum(_rooted(stack, got_frames) for stack in p["stacks"]) for p in got.values()]
+                torn = any(0 < n < len(p["stacks"]) for n, p in zip(rooted, got.values()))
+                if raced or torn:
+                    self._racing.add(pid)
+                    if max(rooted) < self.THIN_SAMPLES:
+                        deepen.append(pid)   # too few whole stacks: dumps at the end add some
                 continue
+            if raced:
+                self._racing.add(pid)
+                deepen.append(pid)
             # Killed late, or stopped before its first sample (a short window on a busy
             # machine): one non-blocking snapshot still gives the stacks, unless py-spy
             # already said why it cannot.
@@ -393,7 +435,10 @@ class StackProbe:
         retry.extend(pid for pid in self.snapshots if pid not in self._snapped and pid not in retry
                      and self.failures.get(pid, ("error",))[0] not in FINAL_FAILURES)
         retry.extend(pid for pid in self._end_snapshots if pid not in retry)
-        self._take_snapshots(retry)
+        self._take_snapshots([pid for pid in retry if pid not in deepen])
+        self._take_snapshots(deepen, tries=self.SNAPSHOT_TRIES)
+        for pid in outputs:
+            self.failures.pop(pid, None)   # its recorder gave stacks: a failed extra dump is no failure
         parts = {}   # pid -> [(time, threads, frames)], merged in time order
         for pid, (got, got_frames) in outputs.items():
             parts.setdefault(pid, []).append((self._recorded_at.get(pid, 0) - self.t0, got, got_frames))
@@ -410,9 +455,33 @@ class StackProbe:
                         profiles[key]["stacks"].extend(stacks)
                     else:
                         profiles[key] = dict(profile, stacks=stacks)
+        if not self.native:   # native stacks end in native frames: their roots differ
+            _drop_torn(profiles, frames, self._racing)
         if self._tmpdir:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
         return profiles, frames
+
+
+def _rooted(stack, frames):
+    """A whole stack (leaf first): its outermost frame is a thread's root, not a frame a racing
+    read stopped at."""
+    try:
+        return bool(stack) and frames[stack[-1]][0] in ROOT_FUNCTIONS
+    except (IndexError, TypeError):
+        return False
+
+
+def _drop_torn(profiles, frames, racing):
+    """In processes whose reads raced, a thread's samples with no root, beside whole ones of the
+    same thread, were cut short: keep them as samples (the thread was there) with no frames, so
+    that a few inner frames never stand for where the thread was."""
+    for (pid, _tid), profile in profiles.items():
+        if pid not in racing:
+            continue
+        stacks = profile["stacks"]
+        rooted = [_rooted(stack, frames) for stack in stacks]
+        if any(rooted) and not all(rooted):
+            profile["stacks"] = [stack if whole else [] for stack, whole in zip(stacks, rooted)]
 
 
 def explain_failure(stderr):
