@@ -80,3 +80,24 @@ def test_samples_with_no_python_frames_do_not_hide_the_line_a_thread_spins_at():
     main["stack_samples"] = [[index, 5 if index == empty else count] for index, count in main["stack_samples"]]
     summary = build_report(capture)["verdict"]["summary"]
     assert "spin_on_queue_empty.py:21" in summary and "it spins" in summary, summary
+
+
+def test_a_commit_per_row_whose_samples_caught_it_on_a_cpu_is_storage_bound_by_the_schedulers_account():
+    """Sampled at 5 Hz, a thread that syncs 11,000 times a second was on a CPU in 10 of 16 samples;
+    schedstat says on a CPU or runnable 44% of the window.  Its time asleep, shared out as its
+    off-CPU samples were (all 6 in storage waits), is storage: io, making progress (was cpu)."""
+    verdict = replay("commit_per_row_samples_on_cpu")["verdict"]
+    assert verdict["category"] == "io", verdict["summary"]
+    assert verdict["progress"]["state"] == "making progress"
+    assert "on CPU or runnable 44% of the window" in verdict["summary"], verdict["summary"]
+
+
+@pytest.mark.parametrize("state,syscall,wchan", [
+    ("D", "fdatasync", "submit_bio_wait"),
+    ("D", "running", "submit_bio_wait"),   # /proc's two reads, one running, one in D
+    ("D", "fsync", "jbd2_log_wait_commit"),
+    ("D", "sync_file_range", "folio_wait_bit"),
+])
+def test_a_thread_in_d_state_syncing_to_storage_waits_on_storage(state, syscall, wchan):
+    from stalldiag.diagnosis.threads import sample_kind
+    assert sample_kind(state, syscall, None, wchan) == "io"

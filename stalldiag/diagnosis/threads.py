@@ -245,19 +245,24 @@ def _activity_label(state, syscall, wchan):
     return syscall or "unreadable"
 
 
+D_STORAGE_SYSCALLS = ("read", "pread64", "readv", "openat", "open", "statx", "newfstatat", "getdents64",
+                      "write", "pwrite64", "fsync", "fdatasync", "sync_file_range", "syncfs", "msync")
+
+
 def sample_kind(state, syscall, detail, wchan):
     """Kind of one /proc sample."""
+    # D first: the state and the syscall are two reads, and a thread that syncs thousands of
+    # times a second is "running" in one and in D (submit_bio_wait) in the other
+    if state == "D":
+        if syscall in D_STORAGE_SYSCALLS:
+            return "io"
+        return wchan_kind(wchan)
     if state == "R" or syscall == "running":
         return "cpu"
     if state in ("T", "t"):
         return "stopped"
     if state in ("Z", "X"):
         return "exited"
-    if state == "D":
-        if syscall in ("read", "pread64", "readv", "openat", "open", "statx", "newfstatat", "fsync",
-                       "getdents64", "write", "pwrite64"):
-            return "io"
-        return wchan_kind(wchan)
     if syscall is None:
         return "unknown"
     if syscall == "nosyscall":

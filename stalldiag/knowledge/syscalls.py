@@ -109,6 +109,7 @@ WCHAN_HINTS = (
     ("do_signal_stop", "stopped"),
     ("ptrace_stop", "stopped"),
     ("io_schedule", "io"),
+    ("submit_bio", "io"),
     ("folio_wait", "io"),
     ("wait_on_page", "io"),
     ("blk_", "io"),
