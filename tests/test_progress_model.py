@@ -5,6 +5,7 @@ from conftest import CAPTURES
 from stalldiag.capture import load_report
 from stalldiag.diagnosis.graph import WaitGraph
 from stalldiag.diagnosis.progress import CPU_WORK, GPU_WORK, INTERVAL_CPU_S, frozen_stack, interval_progress, stuck
+from stalldiag.diagnosis.text import clip, clip_items
 from stalldiag.report import build_report
 
 
@@ -101,3 +102,30 @@ def test_a_commit_per_row_whose_samples_caught_it_on_a_cpu_is_storage_bound_by_t
 def test_a_thread_in_d_state_syncing_to_storage_waits_on_storage(state, syscall, wchan):
     from stalldiag.diagnosis.threads import sample_kind
     assert sample_kind(state, syscall, None, wchan) == "io"
+
+
+def test_a_busy_gpu_is_said_first_when_the_host_thread_sits_in_one_line():
+    """H200: a silent matmul loop whose host thread spends the window in one line
+    (torch.cuda.synchronize spin-waits) while the GPU computes: the run progresses, and the line
+    says so by the GPU, with the host's blind spot after it, not before."""
+    progress = replay("gpu_silent_host_in_one_line")["verdict"]["progress"]
+    assert progress["state"] == "making progress"
+    assert progress["evidence"][0].startswith("GPU 0 busy")
+    assert any(e.startswith("cannot tell whether") for e in progress["evidence"][1:])
+    assert progress["brief"].startswith("GPU 0 busy") and "cannot tell" not in progress["brief"][:40]
+
+
+@pytest.mark.parametrize("text, limit, expected", [
+    ("short", 10, "short"),
+    ("a sentence that is far too long to keep", 20, "a sentence that is…"),
+    ("GPU 0 has 139.80 GiB", 15, "GPU 0 has…"),
+])
+def test_clip_cuts_at_a_word_and_says_so(text, limit, expected):
+    assert clip(text, limit) == expected
+    assert len(clip(text, limit)) <= limit
+
+
+def test_clip_items_keeps_whole_items_and_counts_the_rest():
+    assert clip_items(["one", "two", "three"], 9) == "one; two (+1 more)"
+    assert clip_items(["x" * 50 + " tail", "two"], 20).endswith("… (+1 more)")
+    assert clip_items([], 10) == ""

@@ -20,6 +20,7 @@ from .motion import (STUCK_SHARE, _by_fd, _in_one_function, _silent, _user_line,
                      in_one_function, runaway, spins, stuck)
 from .registry import BLOCKS_PROGRESS
 from .types import Process
+from .text import clip_items
 
 # Least CPU use, as a share of one core over the span, that counts as work.
 CPU_WORK = 0.2
@@ -111,6 +112,11 @@ def assess(window, procs, views, gpus, halted=()):
     """
     duration = window.duration_s or 0
     evidence = list(halted)
+    signs = []             # the evidence that the run advances: said first when it does
+
+    def sign(text):
+        signs.append(text)
+        evidence.append(text)
     progress = False
     procs_by_pid = {proc.pid: proc for proc in procs}
     storage_pids = {v.pid for v in views if v.kind == "io"}
@@ -129,7 +135,7 @@ def assess(window, procs, views, gpus, halted=()):
                     entry[1].append(proc.pid)
         if read:
             progress = True
-            evidence.append("%s read on in %s" % (label, ", ".join(
+            sign("%s read on in %s" % (label, ", ".join(
                 "%s (+%d bytes, now at %s)" % (r["target"], r["delta"], _at(r)) for r in read[:4])))
         io = proc.io
         # A file changed in a directory it writes to (a checkpoint renamed into place) counts only
@@ -147,7 +153,7 @@ def assess(window, procs, views, gpus, halted=()):
         if majflt and io.get("read_bytes", 0) and kernel.get("data_mappings"):
             # Memory-mapped data advances through page faults: no read(), no file offset.
             progress = True
-            evidence.append("%s read %.1f MB from storage through %d page faults on %s" % (
+            sign("%s read %.1f MB from storage through %d page faults on %s" % (
                 label, io["read_bytes"] / 1e6, majflt, kernel["data_mappings"][0]["path"]))
         if opened:
             evidence.append("%s opened %d file(s) during the window (%s)" % (
@@ -165,9 +171,9 @@ def assess(window, procs, views, gpus, halted=()):
     for target, (delta, pids) in sorted(shared_writes.items(), key=lambda kv: -kv[1][0])[:4]:
         who = "pid %d" % pids[0] if len(pids) == 1 else "%d processes (pids %s)" % (
             len(pids), ", ".join(map(str, pids[:4])) + (", ..." if len(pids) > 4 else ""))
-        evidence.append("%s wrote %s (+%d bytes)" % (who, target, delta))
+        sign("%s wrote %s (+%d bytes)" % (who, target, delta))
     for path, (size, pids) in sorted(recent_writes.items())[:4]:
-        evidence.append("%s written during the window (%d bytes), in a directory %s writes to" % (
+        sign("%s written during the window (%d bytes), in a directory %s writes to" % (
             path, size, "pid %d" % pids[0] if len(pids) == 1 else "each of pids %s" % ", ".join(map(str, pids[:4]))))
     # a thread in lockstep with another (caught waiting in most samples) computes as much as the
     # scheduler says it ran
@@ -186,10 +192,10 @@ def assess(window, procs, views, gpus, halted=()):
     # a compiler or linker process the job runs (g++ for an inductor kernel) computes for the job
     for proc in [p for p in procs if _compiler(p) and (p.cpu_seconds or 0) >= CPU_WORK * duration > 0][:4]:
         progress = True
-        evidence.append("pid %d (%s) compiled for %.1f s of CPU" % (proc.pid, proc.comm, proc.cpu_seconds))
+        sign("pid %d (%s) compiled for %.1f s of CPU" % (proc.pid, proc.comm, proc.cpu_seconds))
     for view in [v for v in busy if v not in frozen and v not in blind][:4]:
         progress = True
-        evidence.append("%s did %.1f s of CPU work in %.1f s%s" % (
+        sign("%s did %.1f s of CPU work in %.1f s%s" % (
             view.label, view.cpu_seconds, duration, " (slowly: throttled)" if _throttled(view) else ""))
     for view in frozen[:4]:
         frame = view.user_frame() if view.top_stack else None
@@ -217,15 +223,19 @@ def assess(window, procs, views, gpus, halted=()):
                             % (dev.index, dev.util, dev.sm or 0, dev.tensor or 0))
             continue
         progress = True
-        evidence.append("GPU %d busy %.0f%%%s" % (dev.index, dev.util,
+        sign("GPU %d busy %.0f%%%s" % (dev.index, dev.util,
                                                     ", SM %.0f%%" % dev.sm if dev.has_gpm else ""))
     if halted:
         progress = False
     # (something the job needs is halted or blocked for good: no progress, whatever CPU burns)
     state = "making progress" if progress else "cannot tell" if blind and not halted else "no progress seen"
+    if progress:
+        # what shows the run advancing first, then what was seen beside it (a spin elsewhere)
+        evidence = signs + [e for e in evidence if e not in signs]
     if not evidence:
         evidence.append("no CPU work in user code, no GPU work, no file advancing or growing")
-    return {"state": state, "evidence": evidence}
+    # brief: the evidence as one line a terminal shows beside the state
+    return {"state": state, "evidence": evidence, "brief": clip_items(evidence, 300)}
 
 
 def _compiler(proc):

@@ -19,6 +19,7 @@ Each returns a Finding or None; the registry's rows say what they decide (most q
 verdict of their category: their sentence joins its summary).
 """
 from ..knowledge import retries as retry_table
+from .text import clip
 from .explain import pct
 from .types import Finding
 
@@ -317,7 +318,7 @@ def gpu_memory_held_text(g, waiter, index, total, holder, holder_info, held, lin
     text = "cannot get GPU memory: %s holds %s of GPU %d's %s" % (
         _outside_text(g, holder_info, holder[0]), _size(holder[1]), index, _size(total))
     if lines:
-        text += "; the job's output says: %s" % lines[-1].strip()[:160]
+        text += "; the job's output says: %s" % clip(lines[-1].strip(), 200)
     return text
 
 

@@ -35,7 +35,7 @@ def render(report, color=False, max_stacks=4):
     window = report.get("window") or {}
     progress = v.get("progress") or {}
     if progress:
-        out.append("progress: %s (%s)" % (progress.get("state"), "; ".join(progress.get("evidence") or [])[:300]))
+        out.append("progress: %s (%s)" % (progress.get("state"), progress.get("brief") or "; ".join(progress.get("evidence") or [])))
     if v.get("confidence_rests_on"):
         out.append("confidence %s: rests on %s" % (v.get("confidence"), v["confidence_rests_on"]))
     for alternative in v.get("alternatives") or []:
