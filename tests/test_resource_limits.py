@@ -65,6 +65,20 @@ def test_a_reader_under_a_blkio_throttle_names_the_throttle(launch, leftover_cgr
     assert "its cgroup throttles disk" in verdict["summary"] and "4.0 MB/s" in verdict["summary"]
 
 
+@pytest.mark.skipif(not _cgroup_v1("pids"), reason="needs root and the cgroup v1 pids controller")
+def test_a_spawner_in_a_full_pids_cgroup_names_the_limit_and_who_holds_it(leftover_cgroups, launch):
+    job = launch("resource_pids_limited_spawner.py", settle=1.5)
+    report = inspect_json(job.pid, "--children", duration=3)
+    verdict = report["verdict"]
+    assert verdict["category"] == "subprocess", verdict["summary"]
+    assert "Resource temporarily unavailable" in verdict["summary"]
+    assert "holds 24 of the 24 tasks (processes and threads) its pids.max allows" in verdict["summary"]
+    assert "21 of them threads of pid %d (of this job" % job.pid in verdict["summary"]
+    pids = report["capture"]["resources"]["processes"][str(job.pid)]["cgroup"]["pids"]
+    assert pids["limit"] == 24 and pids["limit_path"] == "/stalldiag_test_%d" % job.pid
+    assert pids["members"][0]["pid"] == job.pid and pids["members"][0]["threads"] == 21
+
+
 # -- the readers, on saved files of a cgroup v2 host -------------------------------------------
 
 def _v2(name):
@@ -81,6 +95,9 @@ def test_cgroup_v2_limits_are_read_from_the_cgroup_and_its_ancestors():
     assert memory["limit"] == 256 << 20 and memory["limit_path"] == "/stalldiag.slice"
     assert memory["usage"] is not None and memory["file"] is not None and memory["pgmajfault"] is not None
     assert limits["io"] and all("rbps" in rule for rule in limits["io"].values())
+    # pids.max set on the slice, "max" on the job's own cgroup: the slice's binds; far from full,
+    # so its members are not read
+    assert limits["pids"] == {"limit": 64, "current": 12, "limit_path": "/stalldiag.slice", "members": []}
 
 
 def test_cpu_lists_and_host_counters_parse():

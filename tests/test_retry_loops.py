@@ -87,3 +87,15 @@ def test_an_idle_job_waiting_on_an_uploader_that_retries_is_the_network(launch, 
     assert verdict["category"] == "network", verdict["summary"]
     assert verdict["thread_name"] == "uploader" and "retries between sleeps" in verdict["summary"], verdict["summary"]
     assert verdict["progress"]["state"] == "no progress seen", verdict["progress"]
+
+
+@pytest.mark.parametrize("texts, category", [
+    (["except BlockingIOError as e:", "fork: retry: Resource temporarily unavailable"], "subprocess"),
+    (["except BlockingIOError as e:", "spawn of worker 3 failed: [Errno 11] Resource temporarily unavailable"],
+     "subprocess"),
+    (["except BlockingIOError as e:", "could not lock /data/.lock: Resource temporarily unavailable"], "locks"),
+    (["except OSError:", "[Errno 28] No space left on device; retrying"], "io"),
+])
+def test_an_error_that_names_its_resource_outweighs_what_the_except_clause_suggests(texts, category):
+    from stalldiag.knowledge import retries
+    assert (retries.named_category(*texts) or retries.category_of_text(*texts)) == category

@@ -138,6 +138,7 @@ _QUALIFYING = (
     # Limits and neighbours (resources.py), at most two named
     # (category None: it qualifies a verdict of any category)
     _m("fd-limit", resources.fd_limit_text, "resources.fd_limit", decides="qualifies"),
+    _m("pids-limit", resources.pids_limit_text, "resources.pids_limit", decides="qualifies"),
     _m("cpu-limit", resources.cpu_limit_text, "resources.cpu_limit", category="cpu", decides="qualifies"),
     _m("cpu-neighbour", resources.cpu_neighbour_text, "resources.cpu_contention", category="cpu", decides="qualifies"),
     _m("cpu-oversubscribed", resources.cpu_oversubscribed_text, "resources.cpu_contention", category="cpu",

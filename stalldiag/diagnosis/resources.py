@@ -14,6 +14,9 @@ limits it and who else uses it (probes/resources.py and the GPU probe's process 
   gpu-memory-held    the job cannot get GPU memory (its output says so, or the GPU is full) and a
                      process outside the job holds most of it
   pcie-bound         a thread waits for the GPU in a host-to-device copy with no pinned memory
+  fd-limit           a process of the job holds (nearly) all the fds its RLIMIT_NOFILE allows
+  pids-limit         the job's pids cgroup holds (nearly) all the tasks its pids.max allows: a
+                     fork() or a new thread fails with EAGAIN; who holds the tasks is named
 
 Each returns a Finding or None; the registry's rows say what they decide (most qualify the
 verdict of their category: their sentence joins its summary).
@@ -257,7 +260,23 @@ def fd_limit(g, view):
     return Finding.about("fd-limit", view, full=full)
 
 
-DETECTORS = (fd_limit, cpu_limit, cpu_contention, io, memory, gpu_memory, gpu_neighbour, pcie)
+PIDS_FULL = 0.95   # share of pids.max in use: the next fork() or thread fails (EAGAIN)
+
+
+def pids_limit(g, view):
+    """pids-limit: a pids cgroup of the job's processes is (nearly) full."""
+    res = g.resources
+    if res is None:
+        return None
+    for pid, limits in sorted(res.processes.items()):
+        pids = limits.cgroup.pids
+        if pids is not None and pids.limit and pids.current is not None and pids.current >= PIDS_FULL * pids.limit:
+            return Finding.about("pids-limit", view, limit=pids.limit, current=pids.current, where=pids.limit_path,
+                                 members=pids.members)
+    return None
+
+
+DETECTORS = (fd_limit, pids_limit, cpu_limit, cpu_contention, io, memory, gpu_memory, gpu_neighbour, pcie)
 
 
 def detect(g, view):
@@ -272,6 +291,21 @@ def fd_limit_text(g, full):
            "fails with EMFILE (Too many open files)" % ("; ".join(
                "pid %d holds %d of the %d open files its RLIMIT_NOFILE allows" % row for row in full[:3]),
                "it opens" if len(full) == 1 else "they open")
+
+
+def pids_limit_text(g, limit, current, where, members):
+    text = "its pids cgroup %s holds %d of the %d tasks (processes and threads) its pids.max allows" % (
+        where or "?", current, limit)
+    holders = [m for m in members if (m.threads or 0) >= max(2, 0.2 * limit)][:2]
+    if holders:
+        text += ", %s" % "; ".join("%d of them threads of %s" % (m.threads, _member_text(g, m)) for m in holders)
+    return text + ": every fork() or new thread fails with EAGAIN (Resource temporarily unavailable)"
+
+
+def _member_text(g, member):
+    if member.pid in g.procs:
+        return "pid %d (of this job, `%s`)" % (member.pid, member.comm or "?")
+    return _outside_text(g, member, member.pid)
 
 
 def cpu_limit_text(g, waiter, allowed, host_cpus, how, others):

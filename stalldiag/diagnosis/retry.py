@@ -124,7 +124,8 @@ def _category(failures, handlers, loop_code, lines, library):
         found = named[0] if named else table.CALL_CATEGORY.get(name)
         if found and found not in calls:
             calls.append(found)
-    text = table.category_of_text(*(handlers + [loop_code] + list(reversed(lines))))
+    texts = handlers + [loop_code] + list(reversed(lines))
+    text = table.named_category(*texts) or table.category_of_text(*texts)
     if text and (text in calls or not calls):
         return text
     if calls:

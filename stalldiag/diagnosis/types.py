@@ -147,6 +147,18 @@ class CgroupMemory:
 
 
 @dataclass
+class CgroupPids:
+    limit: Optional[int] = None          # pids.max: tasks (processes and threads) the cgroup may hold
+    current: Optional[int] = None        # pids.current of the cgroup that sets the limit
+    limit_path: Optional[str] = None     # that cgroup (a parent's, maybe)
+    members: List["OtherProcess"] = field(default_factory=list)   # who holds its tasks, most first (near full)
+
+    @classmethod
+    def of(cls, raw):
+        return _from_dict(cls, raw, members=[_from_dict(OtherProcess, o) for o in raw.get("members") or []])
+
+
+@dataclass
 class CgroupLimits:
     version: Optional[int] = None
     path: Optional[str] = None
@@ -154,11 +166,13 @@ class CgroupLimits:
     cpu_quota: Optional[Any] = None
     memory: CgroupMemory = field(default_factory=CgroupMemory)
     io: Dict[str, Dict[str, Any]] = field(default_factory=dict)   # device -> throttle rule
+    pids: Optional[CgroupPids] = None
 
     @classmethod
     def of(cls, raw):
         raw = raw or {}
-        return _from_dict(cls, raw, memory=_from_dict(CgroupMemory, raw.get("memory") or {}))
+        return _from_dict(cls, raw, memory=_from_dict(CgroupMemory, raw.get("memory") or {}),
+                          pids=CgroupPids.of(raw["pids"]) if raw.get("pids") else None)
 
 
 @dataclass
@@ -196,6 +210,7 @@ class OtherProcess:
     majflt: int = 0
     affinity: List[int] = field(default_factory=list)
     listening: List[str] = field(default_factory=list)   # (twins) TCP addresses it listens on
+    threads: Optional[int] = None        # (a full pids cgroup's members) tasks it holds there
 
 
 @dataclass

@@ -49,11 +49,15 @@ ERRNO_CATEGORY = {"EEXIST": "locks", "EAGAIN": None, "EWOULDBLOCK": None}
 # error words in an except clause, the lines it tries, a loop's condition or a log line -> category
 # (first match wins; OSError says nothing: sockets, files and pipes all raise it)
 ERROR_WORDS = [
-    # a failure that names its resource first: a full disk, GPU memory, a server's 5xx
+    # a failure that names its resource first (NAMED rows): GPU memory, a full disk, a fork refused
+    # (a pids limit), a server's 5xx
     (re.compile(r"CUDA out of memory|OutOfMemoryError|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED|"
                 r"out of memory on device|CUDA error: out of memory", re.I), "cuda"),
     (re.compile(r"Too many open files|EMFILE|Errno 24\b|No space left on device|ENOSPC|Errno 28\b|"
                 r"Disk quota exceeded|EDQUOT|Read-only file system|EROFS", re.I), "io"),
+    (re.compile(r"fork: retry|(fork|spawn|clone)\w*\W.{0,60}(Resource temporarily unavailable|EAGAIN|Errno 11\b)|"
+                r"(Resource temporarily unavailable|EAGAIN|Errno 11\b).{0,60}\b(fork|spawn|clone)|pids\.max", re.I),
+     "subprocess"),
     (re.compile(r"Connection refused|ECONNREFUSED|Errno 111\b|(HTTP|status|code)\W{0,3}5\d\d\b|\b5\d\d (Internal|Server|"
                 r"Service|Bad Gateway|Gateway)|Service Unavailable|Bad Gateway|Gateway Time-?out|Internal Server Error",
                 re.I), "network"),
@@ -66,6 +70,8 @@ ERROR_WORDS = [
     (re.compile(r"CalledProcessError|returncode|exit status", re.I), "subprocess"),
 ]
 
+NAMED = 4   # the first rows of ERROR_WORDS: failures that name their resource
+
 # a log line that reports a failure or a retry
 ERROR_LINE = re.compile(r"error|exception|traceback|refused|denied|timed? ?out|fail|retry|retrying|"
                         r"unavailable|locked|cannot|could not|unable|out of memory|no space left|"
@@ -74,11 +80,11 @@ ERROR_LINE = re.compile(r"error|exception|traceback|refused|denied|timed? ?out|f
 
 def _words_of(category):
     """One pattern of every error word of a category (a failure that names its resource)."""
-    return re.compile("|".join("(?:%s)" % pattern.pattern for pattern, found in ERROR_WORDS[:3] if found == category),
+    return re.compile("|".join("(?:%s)" % pattern.pattern for pattern, found in ERROR_WORDS[:NAMED] if found == category),
                       re.I)
 
 
-ERROR_WORDS_OF = {category: _words_of(category) for category in ("cuda", "io", "network")}
+ERROR_WORDS_OF = {category: _words_of(category) for category in ("cuda", "io", "subprocess", "network")}
 
 
 def retry_library(stack):
@@ -87,6 +93,17 @@ def retry_library(stack):
         for file_pattern, function, library in RETRY_FRAMES:
             if re.search(file_pattern, frame[1] or "") and re.search(function, frame[0] or ""):
                 return library
+    return None
+
+
+def named_category(*texts):
+    """The category of a failure that names its resource in any of texts (No space left on device,
+    a fork refused, Connection refused), or None: it outweighs what an except clause alone
+    suggests (BlockingIOError is a lock taken with LOCK_NB, a non-blocking socket or a refused fork)."""
+    for text in texts:
+        for pattern, category in ERROR_WORDS[:NAMED]:
+            if text and pattern.search(text):
+                return category
     return None
 
 

@@ -21,7 +21,9 @@ from . import kernel_state
 NEIGHBOURS = 8            # most CPU-hungry and most I/O-heavy other processes kept, each
 NEIGHBOUR_CPU_SHARE = 0.05
 NEIGHBOUR_IO_BPS = 1 << 20
-CGROUP_V1 = ("cpu", "cpuset", "memory", "blkio")
+CGROUP_V1 = ("cpu", "cpuset", "memory", "blkio", "pids")
+PIDS_FULL = 0.9          # share of pids.max in use from which the cgroup's members are described
+PIDS_DIRECTORIES = 64    # cgroup directories read for those members, at most
 
 
 def _read(path):
@@ -131,6 +133,27 @@ def _io_v2(directory):
     return _throttles(_read(directory + "/io.max"), True)
 
 
+def _pids_limit(directory):
+    return _int((_read(directory + "/pids.max") or "").strip())   # "max" -> None
+
+
+def _pids(directory, point):
+    """{"limit", "current", "limit_path", "members"} of the tightest pids.max above a process
+    (v1 and v2 name the files alike), or None where none is set.  members: every pid in the
+    limiting cgroup and below, read only when the count is near the limit (who else holds it)."""
+    limit, where = _nearest(directory, point, _pids_limit)
+    if limit is None:
+        return None
+    current = _int((_read(where + "/pids.current") or "").strip())
+    members = []
+    if current is not None and current >= PIDS_FULL * limit:
+        for n, (path, _dirs, _files) in enumerate(os.walk(where)):
+            if n >= PIDS_DIRECTORIES:
+                break
+            members += [int(pid) for pid in (_read(path + "/cgroup.procs") or "").split() if pid.isdigit()]
+    return {"limit": limit, "current": current, "limit_path": where[len(point):] or "/", "members": members}
+
+
 MEMORY_STAT_V1 = {"total_cache": "file", "total_rss": "anon", "total_pgmajfault": "pgmajfault",
                   "total_inactive_file": "inactive_file", "total_active_file": "active_file"}
 MEMORY_STAT_V2 = {"file": "file", "anon": "anon", "pgmajfault": "pgmajfault", "inactive_file": "inactive_file",
@@ -161,6 +184,8 @@ def cgroup_limits(cgroup_text, mounts):
             found["memory"] = memory
         if "blkio" in paths and "blkio" in mounts:
             found["io"] = _io_v1(_directory(mounts["blkio"], paths["blkio"])) or None
+        if "pids" in paths and "pids" in mounts:
+            found["pids"] = _pids(_directory(mounts["pids"], paths["pids"]), mounts["pids"][0])
     elif "" in paths and "v2" in mounts:
         point = mounts["v2"][0]
         directory = _directory(mounts["v2"], paths[""])
@@ -178,6 +203,7 @@ def cgroup_limits(cgroup_text, mounts):
             for device, limits in _io_v2(candidate).items():
                 io.setdefault(device, limits)
         found["io"] = io or None
+        found["pids"] = _pids(directory, point)
     return found
 
 
@@ -280,6 +306,11 @@ def describe_process(pid, proc="/proc"):
             "uid": uid}
 
 
+def _threads(pid, proc="/proc"):
+    return next((_int(line.split()[1]) for line in (_read("%s/%d/status" % (proc, pid)) or "").splitlines()
+                 if line.startswith("Threads:") and len(line.split()) > 1), None)
+
+
 def _argv(pid, proc="/proc"):
     return [a for a in (_read("%s/%d/cmdline" % (proc, pid)) or "").split("\0") if a]
 
@@ -374,6 +405,7 @@ class ResourceProbe:
                 continue
             processes[str(pid)] = {"affinity": _affinity(pid), "cgroup": cgroup_limits(text, mounts),
                                    "open_files": open_files(pid, self.proc)}
+        self._pids_members(processes)
         host = {"cpus": len(last["cpus"]), "memory": meminfo(_read(self.proc + "/meminfo")),
                 "cpu_busy": {}, "disks": {}}
         for cpu, (busy, total) in last["cpus"].items():
@@ -394,6 +426,29 @@ class ResourceProbe:
                 "twins": self._twins(last["procs"], job),
                 "others": {str(pid): info for pid, info in ((p, describe_process(p, self.proc))
                                                               for p in sorted(set(also) - job)) if info}}
+
+    def _pids_members(self, processes):
+        """A near-full pids cgroup: its members (in the job or not), most threads first (each
+        thread counts against pids.max), in place of the bare list of pids."""
+        described, ours = {}, None
+        for limits in processes.values():
+            pids = (limits["cgroup"] or {}).get("pids")
+            if not pids:
+                continue
+            members = pids.pop("members")
+            if not members:
+                continue
+            if ours is None:   # (read once, and only for a near-full cgroup)
+                ours = self.exclude | _descendants_of(os.getpid(), process_counters(self.proc))
+            others = []
+            for pid in sorted(set(members) - ours):
+                if pid not in described:
+                    described[pid] = describe_process(pid, self.proc)
+                    if described[pid] is not None:
+                        described[pid]["threads"] = _threads(pid, self.proc)
+                if described[pid] is not None:
+                    others.append(described[pid])
+            pids["members"] = sorted(others, key=lambda o: -(o["threads"] or 0))[:NEIGHBOURS]
 
     def _neighbours(self, first, last, job, duration):
         """Other processes that used a CPU or a disk in the window, busiest first."""
