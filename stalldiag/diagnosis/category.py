@@ -146,5 +146,5 @@ def decide(kind, link):
 
 
 def is_lock_file(wait):
-    path = (wait.get("path") or "").lower()
-    return wait.get("library") not in (None, "user code") or path.endswith(LOCK_FILE_SUFFIXES)
+    path = (wait.path or "").lower()
+    return wait.library not in (None, "user code") or path.endswith(LOCK_FILE_SUFFIXES)

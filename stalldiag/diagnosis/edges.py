@@ -54,7 +54,7 @@ def find(g, view):
 def joined(g, view):
     """Thread.join: the joined thread itself (py-spy's locals name it)."""
     join = g.joins.get((view.pid, view.tid))
-    target = next((v for v in g.by_pid.get(view.pid, []) if join and v.tid == join.get("target_tid")), None)
+    target = next((v for v in g.by_pid.get(view.pid, []) if join and v.tid == join.target_tid), None)
     if target is None:
         return waited_thread(g, view)
     return [Edge(view, target, "join")]
@@ -174,12 +174,12 @@ def reentered(view):
 
 def gil_holder(g, view):
     """A futex wait at a line that waits on nothing is a wait for the GIL; py-spy names its holder."""
-    info = g.gil.get(view.pid) or {}
-    holder_tid = info.get("holder_tid")
+    info = g.gil.get(view.pid)
+    holder_tid = info.holder_tid if info is not None else None
     if not holder_tid or holder_tid == view.tid or view.frame_kind:
         return []
     holder = next((v for v in g.by_pid.get(view.pid, []) if v.tid == holder_tid), None)
-    return [Edge(view, holder, "gil", {"how": info.get("how") or "py-spy"})] if holder else []
+    return [Edge(view, holder, "gil", {"how": info.how or "py-spy"})] if holder else []
 
 
 def lock_order_partner(g, view):
@@ -322,12 +322,12 @@ def file_lock_holder(g, view):
     if not blocked and view.kind not in ("sleep", "poll", "other"):
         return []
     for lock in g.file_locks:
-        waiters = (lock.get("waiter_pids") or []) if blocked else (lock.get("pollers") or [])
-        if view.pid not in waiters or not lock.get("holder_pid"):
+        waiters = lock.waiter_pids if blocked else lock.pollers
+        if view.pid not in waiters or not lock.holder_pid:
             continue
-        thread = g.most_telling_thread(lock["holder_pid"])
+        thread = g.most_telling_thread(lock.holder_pid)
         said = [Finding.about("file-lock", view, waiter=view, lock=lock, blocked=blocked,
-                              holder_proc=g.procs.get(lock["holder_pid"]))]
+                              holder_proc=g.procs.get(lock.holder_pid))]
         return [Edge(view, thread, "file-lock", {"lock": lock, "blocked": blocked}, findings=said, process=True)]
     return []
 
@@ -338,16 +338,16 @@ def waited_file(g, view):
     wait = g.file_waits.get((view.pid, view.tid))
     if not wait:
         return file_server(g, view)
-    pids = [p for p in (wait.get("flock_holders") or []) + (wait.get("open_by") or []) if p != view.pid]
+    pids = wait.others(view.pid)
     threads = [g.most_telling_thread(pid) for pid in dict.fromkeys(pids)]
-    return [Edge(view, t, "file-holder", {"path": wait.get("path")}, process=True) for t in threads if t]
+    return [Edge(view, t, "file-holder", {"path": wait.path}, process=True) for t in threads if t]
 
 
 def file_server(g, view):
     """The FUSE daemon serving the mount a thread's file wait is on (the waker probe's mount)."""
     out = []
     for record in g.wakers.get((view.pid, view.tid), []):
-        mount = record.get("mount") or {}
+        mount = record.mount or {}
         for server in mount.get("served_by") or []:
             thread = g.most_telling_thread(server.get("pid")) if server.get("pid") in g.procs else None
             if thread is not None and thread.pid != view.pid:

@@ -165,13 +165,13 @@ def unseen_wakers(d, views):
     said = set()
     for view in views:
         for record in d.wakers.get((view.pid, view.tid), []):
-            key = (record.get("wait"), record.get("target"))
+            key = (record.wait, record.target)
             if key in said:
                 continue
-            if record.get("why_unseen"):
+            if record.why_unseen:
                 said.add(key)
                 say(d, "waker-unseen", view, waiter=view, record=record)
-            mount = record.get("mount")
+            mount = record.mount
             if mount and mount.get("fstype"):
                 said.add(key)
                 say(d, "mount", view, waiter=view, record=record)

@@ -86,12 +86,12 @@ def pool_deadlock(g, waiter, co_waiters, stuck_too, alone, native, pool, timers=
 
 
 def file_lock(g, waiter, lock, blocked, holder_proc):
-    mode = lock.get("mode", "an").lower().replace("write", "a write").replace("read", "a read")
-    where = "outside the inspected tree" if not lock.get("holder_in_tree", True) else "in the job"
+    mode = (lock.mode or "an").lower().replace("write", "a write").replace("read", "a read")
+    where = "outside the inspected tree" if not lock.holder_in_tree else "in the job"
     return "%s %s for %s %s lock on %s held by %s, %s" % (
         waiter.label, "waits" if blocked else "retries between sleeps (its process has the file open)", mode,
-        LOCK_TYPES.get(lock.get("type"), lock.get("type") or "file"), lock.get("path") or lock.get("dev_inode"),
-        proc_text(holder_proc, lock["holder_pid"]), where) + _held_for(g, holder_proc)
+        LOCK_TYPES.get(lock.type, lock.type or "file"), lock.where(),
+        proc_text(holder_proc, lock.holder_pid), where) + _held_for(g, holder_proc)
 
 
 def _held_for(g, proc):
@@ -189,8 +189,8 @@ def _wants(edge):
 
 
 def _lock_name(edge):
-    lock = edge.facts.get("lock") or {}
-    return lock.get("path") or lock.get("dev_inode") or "a lock"
+    lock = edge.facts.get("lock")
+    return (lock.where() if lock is not None else None) or "a lock"
 
 
 def _self_deadlock(view, edge):
@@ -374,18 +374,17 @@ def gpu_throttled(g, gpu, reasons):
 
 def waker_unseen(g, waiter, record):
     return "%s waits on %s (%s): its waker cannot be seen: %s" % (
-        waiter.label, record.get("target") or record.get("wait"), record.get("syscall") or record.get("wait"),
-        record["why_unseen"])
+        waiter.label, record.target or record.wait, record.syscall or record.wait, record.why_unseen)
 
 
 def mount(g, waiter, record):
-    where = record["mount"]
+    where = record.mount
     served = ", ".join("pid %s (%s)" % (s.get("pid"), s.get("comm")) for s in where.get("served_by") or [])
     text = "%s waits on %s, on %s (%s from %s%s)%s" % (
-        waiter.label, record.get("target"), where.get("mountpoint"), where.get("fstype"), where.get("source") or "?",
+        waiter.label, record.target, where.get("mountpoint"), where.get("fstype"), where.get("source") or "?",
         ", server %s" % where["server"] if where.get("server") else "", "; served by %s" % served if served else "")
-    if record.get("kernel_stack"):
-        text += "; kernel stack: %s" % " < ".join(record["kernel_stack"][:6])
+    if record.kernel_stack:
+        text += "; kernel stack: %s" % " < ".join(record.kernel_stack[:6])
     return text
 
 

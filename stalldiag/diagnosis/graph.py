@@ -21,7 +21,7 @@ from .retry import retrying
 from .state import RUNNING_SHARE, classify, process_condition
 from . import kinds
 from .threads import thread_views
-from .types import Gpus, Resources, Window, processes
+from .types import Gpus, Resources, Window, processes, waits
 from .views import ACTIVITY_RANK, idle_helper, stuck_handler, waited_targets
 
 
@@ -160,16 +160,10 @@ class WaitGraph:
             view.state = classify(view, duration, self.gpus, devices_of(capture, view.pid))
             self.states[(view.pid, view.tid)] = view.state
             _kind_from_state(view)
-        self.gil = {int(pid): info for pid, info in (capture.get("gil") or {}).items()}
-        self.file_locks = capture.get("locks") or []
-        self.file_waits = {(w.get("pid"), w.get("tid")): w for w in capture.get("file_waits") or []}
-        self.joins = {(j.get("pid"), j.get("tid")): j for j in capture.get("joins") or []}
+        self.file_locks, self.file_waits, self.joins, self.gil, self.wakers = waits(capture)
         self.window_samples = max([v.n_samples for v in self.views] + [0])
         self.unix_peers = {int(k): v for k, v in (capture.get("unix_peers") or {}).items()}
         self.tcp_peers = {int(k): v for k, v in (capture.get("tcp_peers") or {}).items()}
-        self.wakers = {}
-        for record in capture.get("wakers") or []:
-            self.wakers.setdefault((record.get("pid"), record.get("tid")), []).append(record)
         for _call, members in self.barriers:
             for view in members:
                 view.kind = "collective"
@@ -266,10 +260,10 @@ class WaitGraph:
         on the host (capture['wakers'])."""
         out = []
         for record in self.wakers.get((view.pid, view.tid), []):
-            if record.get("target") != target and not any(w.get("target") == target for w in record.get("watching") or []):
+            if record.target != target and not any(w.get("target") == target for w in record.watching):
                 continue
-            ends = list(record.get("ends") or [])
-            for watched in record.get("watching") or []:
+            ends = list(record.ends)
+            for watched in record.watching:
                 if watched.get("target") == target:
                     ends += watched.get("ends") or []
             out += [e["pid"] for e in ends if e.get("pid") in self.procs]
@@ -279,8 +273,8 @@ class WaitGraph:
         """Other processes the waker probe found mapping the shared lock view waits on (a set),
         or None when the probe did not look."""
         for w in self.wakers.get((view.pid, view.tid), []):
-            if w.get("wait") == "futex-shared":
-                return set(w.get("mappers") or []) - {view.pid}
+            if w.wait == "futex-shared":
+                return set(w.mappers) - {view.pid}
         return None
 
     def lock_sharers(self, view):
@@ -289,9 +283,8 @@ class WaitGraph:
         probe's mappers; without them, every process of the capture)."""
         if not shared_futex(view):
             return self.by_pid.get(view.pid, [])
-        mappers = next((set(w.get("mappers") or []) for w in self.capture.get("wakers") or []
-                        if (w.get("pid"), w.get("tid")) == (view.pid, view.tid) and w.get("wait") == "futex-shared"),
-                       None)
+        mappers = next((set(w.mappers) for w in self.wakers.get((view.pid, view.tid), [])
+                        if w.wait == "futex-shared"), None)
         return [v for v in self.views if v.pid == view.pid or mappers is None or v.pid in mappers]
 
     def other_end(self, target, peers):

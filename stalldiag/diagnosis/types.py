@@ -16,6 +16,9 @@ Resources  what limits the job and who else uses its resources (probes/resources
          ProcessLimits, CgroupLimits, CgroupMemory, OpenFiles, Host, Disk, OtherProcess.
 Gpus     what NVML said over the window (probes/gpu.py): GpuDevice per device, each process's
          memory per device, its SM share, PCIe throughput.
+Waits    what the wait probes resolved: FileLock (/proc/locks), FileWait (a loop polling a
+         file), Join (Thread.join's target), GilOwner (py-spy's GIL holder), WakerRecord (who
+         can end a blocked wait, host-wide).
 """
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Dict, List, NamedTuple, Optional
@@ -311,6 +314,90 @@ class Gpus:
         """Mean host-to-device PCIe throughput of these GPUs, bytes/s, or None if not measured."""
         rows = [r for r in self.pcie if r[1] in indices and r[2] is not None]
         return sum(r[2] for r in rows) / len(rows) * 1024 if rows else None
+
+
+# -- the wait probes' records ----------------------------------------------------------------
+
+@dataclass
+class FileLock:
+    """One lock of /proc/locks that a process of the job holds or waits for (probes/locks.py)."""
+    type: Optional[str] = None           # FLOCK, POSIX, OFDLCK
+    mode: Optional[str] = None           # READ, WRITE
+    holder_pid: Optional[int] = None
+    waiter_pids: List[int] = field(default_factory=list)
+    pollers: List[int] = field(default_factory=list)   # retry it between sleeps (LOCK_NB)
+    dev_inode: Optional[str] = None
+    path: Optional[str] = None
+    holder_in_tree: bool = True
+
+    def where(self):
+        return self.path or self.dev_inode
+
+
+@dataclass
+class FileWait:
+    """A thread polling for a lock or marker file in a sleep loop (probes/file_waits.py)."""
+    pid: int
+    tid: int
+    library: Optional[str] = None        # whose loop it is ("user code", filelock, ...)
+    path: Optional[str] = None
+    exists: bool = False
+    mtime: Optional[float] = None
+    age_s: Optional[float] = None
+    size: Optional[int] = None
+    flock_holders: List[int] = field(default_factory=list)
+    open_by: List[int] = field(default_factory=list)
+
+    def others(self, pid):
+        """The processes, other than pid, that hold or have the file open."""
+        return [p for p in self.flock_holders + self.open_by if p != pid]
+
+
+@dataclass
+class Join:
+    """Thread.join(): the thread joined (probes/joins.py)."""
+    pid: int
+    tid: int
+    target: Optional[str] = None
+    target_tid: Optional[int] = None
+
+
+@dataclass
+class GilOwner:
+    """A process's GIL: its holder and the threads waiting for it (probes/gil.py)."""
+    holder_tid: Optional[int] = None
+    waiting_tids: List[int] = field(default_factory=list)
+    how: Optional[str] = None
+
+
+@dataclass
+class WakerRecord:
+    """Who can end one blocked wait of one thread, searched host-wide (probes/wakers.py)."""
+    pid: int
+    tid: int
+    wait: Optional[str] = None           # the kind of wait: pipe, socket, futex-shared, file, ...
+    syscall: Optional[str] = None
+    target: Optional[str] = None         # what it waits on (pipe:[...], a path)
+    ends: List[Dict[str, Any]] = field(default_factory=list)       # processes at the other end
+    watching: List[Dict[str, Any]] = field(default_factory=list)   # a poll/select/epoll set's fds
+    mapping: Optional[str] = None        # (futex-shared) the shared mapping
+    mappers: List[int] = field(default_factory=list)
+    mount: Optional[Dict[str, Any]] = None   # the file system a file wait is on, and who serves it
+    kernel_stack: List[str] = field(default_factory=list)
+    why_unseen: Optional[str] = None
+
+
+def waits(capture):
+    """(locks, file waits by thread, joins by thread, GIL owners by pid, waker records by thread)."""
+    locks = [_from_dict(FileLock, r) for r in capture.get("locks") or [] if isinstance(r, dict)]
+    file_waits = {(w.pid, w.tid): w for w in (_from_dict(FileWait, r) for r in capture.get("file_waits") or [])}
+    joins = {(j.pid, j.tid): j for j in (_from_dict(Join, r) for r in capture.get("joins") or [])}
+    gil = {pid: _from_dict(GilOwner, info or {}) for pid, info in _by_int(capture.get("gil"))}
+    wakers = {}
+    for raw in capture.get("wakers") or []:
+        record = _from_dict(WakerRecord, raw)
+        wakers.setdefault((record.pid, record.tid), []).append(record)
+    return locks, file_waits, joins, gil, wakers
 
 
 @dataclass

@@ -165,17 +165,17 @@ def _file_wait_text(d, view):
     wait = d.file_waits.get((view.pid, view.tid))
     if not wait or view.kind not in ("sleep", "poll", "other"):
         return None
-    path, library = wait.get("path"), wait.get("library") or "its code"
-    others = [p for p in (wait.get("flock_holders") or []) + (wait.get("open_by") or []) if p != view.pid]
+    path, library = wait.path, wait.library or "its code"
+    others = wait.others(view.pid)
     if _is_lock_file(wait):
-        if wait.get("exists") and not others:
-            age = " (%.0f s old)" % wait["age_s"] if wait.get("age_s") is not None else ""
+        if wait.exists and not others:
+            age = " (%.0f s old)" % wait.age_s if wait.age_s is not None else ""
             return ("Blocked on a stale lock file: %s polls %s until %s can take it; the file exists%s, and no "
                     "live process holds a lock on it or has it open: an earlier run that died left it, and "
                     "nothing will remove it" % (view.label, path, library, age))
         return "Blocked on a lock file: %s polls %s (%s), held or open by pid %s" % (
             view.label, path, library, ", ".join(map(str, others)) or "nobody")
-    state = "exists" if wait.get("exists") else "does not exist"
+    state = "exists" if wait.exists else "does not exist"
     if not others:
         return ("Waiting for a file that nothing will write: %s polls for %s in a sleep loop (%s); it %s, "
                 "and no live process has it open or locked" % (view.label, path, library, state))
