@@ -97,11 +97,11 @@ def file_lock(g, waiter, lock, blocked, holder_proc):
 def _held_for(g, proc):
     """"; it started 3 min ago: it has held the lock at most that long" (the kernel does not say
     when a lock was taken; the holder's start time bounds it)."""
-    host, window = g.capture.get("host") or {}, g.capture.get("window") or {}
-    if proc is None or proc.start_time is None or not host.get("boot_time") or not window.get("start"):
+    host, window = g.machine, g.window
+    if proc is None or proc.start_time is None or not host.boot_time or not window.start:
         return ""
-    started = host["boot_time"] + proc.start_time / float(host.get("clk_tck") or 100)
-    age = window["start"] + (window.get("duration_s") or 0) - started
+    started = host.boot_time + proc.start_time / float(host.clk_tck or 100)
+    age = window.start + (window.duration_s or 0) - started
     if age < 0:
         return ""
     return "; it started %s before the window ended, so it has held the lock at most that long" % _duration(age)

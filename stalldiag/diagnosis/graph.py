@@ -21,7 +21,7 @@ from .retry import retrying
 from .state import RUNNING_SHARE, classify, process_condition
 from . import kinds
 from .threads import thread_views
-from .types import Gpus, Resources, Window, processes, waits
+from .types import Gpus, Machine, Resources, Window, processes, waits
 from .views import ACTIVITY_RANK, idle_helper, stuck_handler, waited_targets
 
 
@@ -135,7 +135,8 @@ class WaitGraph:
     def __init__(self, capture):
         self.capture = capture
         self.window = Window.of(capture)
-        self.root_pid = (capture.get("request") or {}).get("pid")
+        self.machine = Machine.of(capture)
+        self.root_pid = (capture.get("request") or {}).get("pid")   # the pid inspected
         self.proc_list = processes(capture)
         self.procs = {p.pid: p for p in self.proc_list}
         self.views = thread_views(capture, self.proc_list)

@@ -26,7 +26,7 @@ def _where(view):
 
 def rank_rows(d):
     rows = []
-    host = (d.capture.get("host") or {}).get("hostname")
+    host = d.machine.hostname
     for pid, role in d.roles.items():
         if not str(role).startswith("rank "):
             continue

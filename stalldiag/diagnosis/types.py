@@ -3,6 +3,7 @@
 A capture is plain JSON data (capture.py); the diagnosis reads it through these records,
 made once when the graph is built, so no step digs through nested dicts:
 Window   the sampling window: its start, length, rates and the clock tick of CPU times.
+Machine  the host it was taken on: its name, kernel, boot time and clock tick.
 Process  one process of the tree: identity, what the probes read of it, its threads.
 Thread   one thread: its /proc samples, its Python stack samples, CPU and scheduler counts.
 Frame    one Python frame: function, file, line, and the source py-spy's line points at
@@ -59,6 +60,23 @@ class Frame(NamedTuple):
     def of(cls, raw):
         raw = list(raw) + [None] * (4 - len(raw))
         return cls(raw[0], raw[1], raw[2], raw[3] if isinstance(raw[3], dict) else None)
+
+
+@dataclass
+class Machine:
+    """The host the capture was taken on (capture["host"])."""
+    hostname: Optional[str] = None
+    machine: Optional[str] = None
+    kernel: Optional[str] = None
+    cpu_count: Optional[int] = None
+    clk_tck: Optional[int] = None        # the unit of a process's start_time
+    boot_time: Optional[float] = None    # seconds since the epoch
+    python: Optional[str] = None
+
+    @classmethod
+    def of(cls, capture):
+        raw = capture.get("host")
+        return _from_dict(cls, raw if isinstance(raw, dict) else {})
 
 
 @dataclass
