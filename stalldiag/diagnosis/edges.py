@@ -28,7 +28,6 @@ Edge kinds:
 from collections import Counter
 
 from ..knowledge import frames as frame_table
-from .gpu import devices_of
 from .views import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, accepting, co_waiter, idle_helper,
                     in_file_lock, library_only, stuck_handler, waited_targets)
 from .locks import (LOCK_NAME, futex_word, held_in_window, held_locks, holds_same, lock_intent, self_held,
@@ -516,14 +515,14 @@ def outlier_rank(g, view):
 def gpu_straggler(g, view, ranks):
     """Every rank waits on its GPU: the straggler is the rank whose GPU does the work the others
     wait for (real SM/tensor activity while the waiter's GPU only spins in NCCL)."""
-    mine = [g.gpus[i] for i in devices_of(g.capture, view.pid) if i in g.gpus]
+    mine = [g.gpus[i] for i in g.devices_of(view.pid) if i in g.gpus]
     if not mine or not mine[0].has_gpm or mine[0].real_compute:
         return []
     best = None
     for pid, thread in ranks.items():
         if pid == view.pid:
             continue
-        for index in devices_of(g.capture, pid):
+        for index in g.devices_of(pid):
             dev = g.gpus.get(index)
             if dev is None or not dev.real_compute or (dev.sm or 0) < (mine[0].sm or 0) + STRAGGLER_MARGIN:
                 continue

@@ -80,13 +80,12 @@ def gpu_evidence(d, category, evidence, found):
     """The GPU numbers behind the verdict, and the GPU rows (gpu.detect, found before the
     category) that apply to its category: reported, and their sentence in the evidence where
     the registry says so."""
-    from .gpu import devices_of
     from .registry import BY_KIND, with_category
     if not d.gpus:
         return
     used = []
     for pid in [v.pid for v in d.chain] + list(d.procs):
-        for index in devices_of(d.capture, pid):
+        for index in d.devices_of(pid):
             if index in d.gpus and index not in used:
                 used.append(index)
     shown = used or sorted(d.gpus)

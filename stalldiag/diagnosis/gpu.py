@@ -93,21 +93,9 @@ def devices_of(capture, pid):
     not found there; the device files it holds open name its GPUs anyway
     (N is the device's minor number).
     """
-    gpu = capture.get("gpu") or {}
-    info = (gpu.get("processes") or {}).get(str(pid))
-    if info:
-        if "devices" in info:
-            return sorted(int(i) for i in info["devices"])
-        return [info["device"]]
-    proc = next((p for p in capture.get("processes") or [] if p.get("pid") == pid), None)
-    by_minor = {d.get("minor_number"): d.get("index") for d in gpu.get("devices") or []
-                if d.get("minor_number") is not None}
-    found = []
-    for target in (proc or {}).get("endpoints") or {}:
-        suffix = target[len("/dev/nvidia"):] if target.startswith("/dev/nvidia") else ""
-        if suffix.isdigit() and int(suffix) in by_minor:
-            found.append(by_minor[int(suffix)])
-    return sorted(set(found))
+    from .types import Gpus, Process
+    proc = next((p for p in capture.get("processes") or [] if isinstance(p, dict) and p.get("pid") == pid), None)
+    return Gpus.of(capture).devices_of(pid, Process.of(proc) if proc else None)
 
 
 def visible_devices(env, devices):
@@ -135,8 +123,8 @@ def detect(g, culprit):
     if not g.gpus:
         return []
     focus = g.chain[0]
-    focus_devs = [g.gpus[i] for i in devices_of(g.capture, focus.pid) if i in g.gpus]
-    culprit_devs = [g.gpus[i] for i in devices_of(g.capture, culprit.pid) if i in g.gpus]
+    focus_devs = [g.gpus[i] for i in g.devices_of(focus.pid) if i in g.gpus]
+    culprit_devs = [g.gpus[i] for i in g.devices_of(culprit.pid) if i in g.gpus]
     found = []
     if focus_devs:
         dev = focus_devs[0]

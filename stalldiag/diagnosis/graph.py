@@ -15,13 +15,13 @@ from ..knowledge.ranks import RANK_VARS, first_var
 from .barriers import barrier_parties
 from .locks import shared_futex
 from .event_loop import loop_kind, loop_wait
-from .gpu import device_summaries, devices_of
+from .gpu import device_summaries
 from .motion import stuck
 from .retry import retrying
 from .state import RUNNING_SHARE, classify, process_condition
 from . import kinds
 from .threads import thread_views
-from .types import Gpus, Machine, Resources, Window, processes, waits
+from .types import Gpus, Machine, Resources, Window, output_tails, processes, syscall_errors, waits
 from .views import ACTIVITY_RANK, idle_helper, stuck_handler, waited_targets
 
 
@@ -152,16 +152,18 @@ class WaitGraph:
         self._edges = {}
         self._retries = {}
         self.holders = _endpoint_holders(self.proc_list)
-        self.gpus = device_summaries(capture)
         self.gpu = Gpus.of(capture)
+        self.gpus = device_summaries(capture)
         self.resources = Resources.of(capture)   # None: the probe did not run or failed
         duration = self.window.duration_s or 0
         self.states = {}
         for view in self.views:
-            view.state = classify(view, duration, self.gpus, devices_of(capture, view.pid))
+            view.state = classify(view, duration, self.gpus, self.devices_of(view.pid))
             self.states[(view.pid, view.tid)] = view.state
             _kind_from_state(view)
         self.file_locks, self.file_waits, self.joins, self.gil, self.wakers = waits(capture)
+        self.output = output_tails(capture)          # pid -> OutputTail
+        self.syscall_errors = syscall_errors(capture)
         self.window_samples = max([v.n_samples for v in self.views] + [0])
         self.unix_peers = {int(k): v for k, v in (capture.get("unix_peers") or {}).items()}
         self.tcp_peers = {int(k): v for k, v in (capture.get("tcp_peers") or {}).items()}
@@ -225,7 +227,7 @@ class WaitGraph:
         """retry.retrying() of view, found once (the category and the findings both ask)."""
         key = (view.pid, view.tid)
         if key not in self._retries:
-            self._retries[key] = retrying(self.capture, view)
+            self._retries[key] = retrying(self, view)
         return self._retries[key]
 
     def thread_on(self, pid, targets):
@@ -247,6 +249,10 @@ class WaitGraph:
             if stuck:
                 return max(stuck, key=self.weight)
         return self.most_telling_thread(pid)
+
+    def devices_of(self, pid):
+        """The GPU indices a process of the capture uses."""
+        return self.gpu.devices_of(pid, self.procs.get(pid))
 
     def peer_targets(self, target):
         """The socket at the other end of target, by the TCP and unix peer tables."""

@@ -61,7 +61,7 @@ def died_threads(g, pid):
     """[(thread name, the exception's line)] of threads the process's output says died."""
     from .retry import output_lines
     found, current = [], None
-    for line in output_lines(g.capture, pid):
+    for line in output_lines(g, pid):
         match = THREAD_DIED.match(line)
         if match:
             current = [match.group(1).split(" (")[0], None]
@@ -77,7 +77,7 @@ def feeder_failed(g, pids):
     from .retry import output_lines
     found, in_feed = None, False
     for pid in pids:
-        for line in output_lines(g.capture, pid):
+        for line in output_lines(g, pid):
             if line.startswith("Traceback"):
                 in_feed = False
             elif line.lstrip().startswith("File ") and line.rstrip().endswith(", in _feed"):

@@ -9,7 +9,6 @@ from collections import Counter
 
 from ..knowledge.ranks import LOCAL_RANK_VARS, first_var
 from .explain import frame_text
-from .gpu import devices_of
 
 
 def _where(view):
@@ -40,7 +39,7 @@ def rank_rows(d):
             "state": view.kind if view else "unknown",
             "where": _where(view) if view else "-",
             "frame": frame_text(view.user_frame()) if view else None,
-            "gpus": devices_of(d.capture, pid),
+            "gpus": d.devices_of(pid),
         })
     return sorted(rows, key=lambda r: r["rank"])
 

@@ -176,10 +176,9 @@ def _outsiders_on(g, index):
 
 
 def _job_gpus(g):
-    from .gpu import devices_of
     found = []
     for pid in job_pids(g):
-        for index in devices_of(g.capture, pid):
+        for index in g.devices_of(pid):
             if index not in found:
                 found.append(index)
     return sorted(found)
@@ -197,7 +196,7 @@ def gpu_memory(g, view):
     """gpu-memory-held: the job cannot get GPU memory (its output says "out of memory", or the GPU
     it uses is full) and a process outside the job holds most of that memory."""
     from .retry import error_lines
-    lines = [line for pid in job_pids(g) for line in error_lines(g.capture, pid) if OOM_WORDS.search(line)]
+    lines = [line for pid in job_pids(g) for line in error_lines(g, pid) if OOM_WORDS.search(line)]
     for info in g.gpu.devices:
         index, total = info.index, info.memory_total
         dev = g.gpus.get(index)
@@ -236,9 +235,8 @@ def pcie(g, view):
         return None
     pinned = any("pin_memory" in (frame[0] or "") for v in g.views for frames, _n in v.stacks_by_count()[:3]
                  for frame in frames)
-    from .gpu import devices_of
     return Finding.about("pcie-bound", view, waiter=view, pinned=pinned,
-                         rx_Bps=g.gpu.pcie_rx_Bps(devices_of(g.capture, view.pid)), line=line.strip())
+                         rx_Bps=g.gpu.pcie_rx_Bps(g.devices_of(view.pid)), line=line.strip())
 
 
 FD_FULL = 0.95   # share of RLIMIT_NOFILE in use: the next open, pipe or socket fails (EMFILE)

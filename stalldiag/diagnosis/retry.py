@@ -13,15 +13,15 @@ MIN_FAILURES = 3     # failed calls of one syscall in the window that make a ret
 MAX_LINES = 3
 
 
-def retrying(capture, view):
+def retrying(g, view):
     """{"where", "loop", "handlers", "library", "failures", "lines", "failing", "category"} or None."""
     if view.kind not in SLEEPING or view.share < 0.5 or not view.top_stack:
         return None
     frame, loop = _retrying_loop(view)
     handlers = [h["code"] for h in loop.get("handlers") or []]
     library = table.retry_library(view.top_stack)
-    failures = failed_calls(capture, view.pid, view.tid)
-    lines = error_lines(capture, view.pid)
+    failures = failed_calls(g, view.pid, view.tid)
+    lines = error_lines(g, view.pid)
     # a while loop polling a call that says what it waits for (connect_ex, os.path.exists)
     polls = bool(loop) and bool(table.POLL_LOOP.match(loop.get("code") or "")) \
         and table.category_of_text(loop.get("code")) is not None
@@ -65,12 +65,11 @@ def _library(frame):
     return is_library_file(frame[1])
 
 
-def failed_calls(capture, pid, tid):
+def failed_calls(g, pid, tid):
     """[(syscall, errors, {errno: n})] of one thread (or its process, when the backend counts
     per process), most failures first; only operations (a sleep's EINTR is not a failure)."""
-    rows = ((capture.get("exact_syscalls") or {}).get("errors")) or []
     merged = {}
-    for row_pid, row_tid, calls in rows:
+    for row_pid, row_tid, calls in g.syscall_errors:
         if row_pid != pid or row_tid not in (None, tid):
             continue
         for name, entry in (calls or {}).items():
@@ -83,33 +82,33 @@ def failed_calls(capture, pid, tid):
     return sorted(((name, n, errnos) for name, (n, errnos) in merged.items()), key=lambda r: -r[1])
 
 
-def _tail_streams(capture, pid, logs=True):
+def _tail_streams(g, pid, logs=True):
     """The output_tail streams of a process: stdout, stderr and (logs) its open log files."""
-    tail = (capture.get("output_tail") or {}).get(str(pid)) or {}
-    return [tail.get("stdout"), tail.get("stderr")] + (list(tail.get("logs") or []) if logs else [])
+    tail = g.output.get(pid)
+    return tail.streams(logs) if tail is not None else []
 
 
-def last_lines(capture, pid, n=MAX_LINES):
+def last_lines(g, pid, n=MAX_LINES):
     """The last lines the process wrote to its stdout and stderr (output_tail), newest last."""
     found = []
-    for stream in _tail_streams(capture, pid, logs=False):
-        found += [line for line in (stream or {}).get("lines") or [] if line.strip()]
+    for stream in _tail_streams(g, pid, logs=False):
+        found += [line for line in stream.lines if line.strip()]
     return found[-n:]
 
 
-def output_lines(capture, pid):
+def output_lines(g, pid):
     """Every kept line the process wrote (stdout, stderr, its open logs), each stream in order."""
     found = []
-    for stream in _tail_streams(capture, pid):
-        found += [line for line in (stream or {}).get("lines") or [] if line.strip()]
+    for stream in _tail_streams(g, pid):
+        found += [line for line in stream.lines if line.strip()]
     return found
 
 
-def error_lines(capture, pid):
+def error_lines(g, pid):
     """The last lines the process wrote (stdout, stderr, its open logs) that report a failure."""
     found = []
-    for stream in _tail_streams(capture, pid):
-        for line in (stream or {}).get("lines") or []:
+    for stream in _tail_streams(g, pid):
+        for line in stream.lines:
             if table.ERROR_LINE.search(line) and line not in found:
                 found.append(line)
     return found[-MAX_LINES:]

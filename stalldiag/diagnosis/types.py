@@ -17,6 +17,8 @@ Resources  what limits the job and who else uses its resources (probes/resources
          ProcessLimits, CgroupLimits, CgroupMemory, OpenFiles, Host, Disk, OtherProcess.
 Gpus     what NVML said over the window (probes/gpu.py): GpuDevice per device, each process's
          memory per device, its SM share, PCIe throughput.
+OutputTail  the last lines a process wrote (stdout, stderr, its open logs); syscall_errors, the
+         failed calls --syscalls exact counted.
 Waits    what the wait probes resolved: FileLock (/proc/locks), FileWait (a loop polling a
          file), Join (Thread.join's target), GilOwner (py-spy's GIL holder), WakerRecord (who
          can end a blocked wait, host-wide).
@@ -323,6 +325,21 @@ class Gpus:
                    process_util={pid: rows or [] for pid, rows in _by_int(raw.get("process_util"))},
                    pcie=list(raw.get("pcie") or []), xid_events=list(raw.get("xid_events") or []))
 
+    def devices_of(self, pid, proc=None):
+        """GPU indices a process uses: NVML's process list, else the /dev/nvidiaN files it holds
+        open (proc: its Process record).  NVML names host PIDs, so inside a container's PID
+        namespace a process is not found there; the device files name its GPUs anyway (N is the
+        device's minor number)."""
+        if pid in self.memory:
+            return sorted(self.memory[pid])
+        by_minor = {d.minor_number: d.index for d in self.devices if d.minor_number is not None}
+        found = []
+        for target in (proc.endpoints if proc is not None else {}):
+            suffix = target[len("/dev/nvidia"):] if target.startswith("/dev/nvidia") else ""
+            if suffix.isdigit() and int(suffix) in by_minor:
+                found.append(by_minor[int(suffix)])
+        return sorted(set(found))
+
     def sm_share(self, pid, index):
         """A process's mean SM share on one GPU over the window, or None if NVML gave none."""
         rows = [r[2] for r in self.process_util.get(pid) or [] if r[1] == index and r[2] is not None]
@@ -332,6 +349,50 @@ class Gpus:
         """Mean host-to-device PCIe throughput of these GPUs, bytes/s, or None if not measured."""
         rows = [r for r in self.pcie if r[1] in indices and r[2] is not None]
         return sum(r[2] for r in rows) / len(rows) * 1024 if rows else None
+
+
+# -- what the job wrote, and the calls that failed ---------------------------------------------
+
+@dataclass
+class OutputStream:
+    """The last lines written to one of a process's streams (probes/output_tail.py)."""
+    path: Optional[str] = None
+    lines: List[str] = field(default_factory=list)
+    age_s: Optional[float] = None        # since it was last written
+    size: Optional[int] = None
+    same_as: Optional[str] = None        # (stderr) the same file as stdout
+
+
+@dataclass
+class OutputTail:
+    """A process's stdout, stderr and the log files it has open."""
+    stdout: Optional[OutputStream] = None
+    stderr: Optional[OutputStream] = None
+    logs: List[OutputStream] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, raw):
+        raw = raw if isinstance(raw, dict) else {}
+
+        def stream(value):
+            return _from_dict(OutputStream, value) if isinstance(value, dict) else None
+        return cls(stream(raw.get("stdout")), stream(raw.get("stderr")),
+                   [s for s in (stream(v) for v in raw.get("logs") or []) if s is not None])
+
+    def streams(self, logs=True):
+        return [s for s in [self.stdout, self.stderr] + (self.logs if logs else []) if s is not None]
+
+
+def output_tails(capture):
+    """pid -> OutputTail."""
+    return {pid: OutputTail.of(raw) for pid, raw in _by_int(capture.get("output_tail"))}
+
+
+def syscall_errors(capture):
+    """(pid, tid or None, {syscall: {"errors": n, "errnos": {errno: n}}}) rows of --syscalls exact."""
+    exact = capture.get("exact_syscalls")
+    rows = (exact.get("errors") if isinstance(exact, dict) else None) or []
+    return [tuple(row) for row in rows if isinstance(row, (list, tuple)) and len(row) == 3]
 
 
 # -- the wait probes' records ----------------------------------------------------------------

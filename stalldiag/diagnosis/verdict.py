@@ -123,7 +123,7 @@ def _prompt(d, view):
     from .retry import last_lines
     text = "%s reads its terminal (%s), waiting for someone to type: an interactive prompt nobody answers" % (
         view.label, detail_text(view.top_detail()) or "a tty")
-    lines = last_lines(d.capture, view.pid)
+    lines = last_lines(d, view.pid)
     if lines:
         text += "; it last wrote: %s" % lines[-1]
     if view is not d.chain[0]:
@@ -152,7 +152,7 @@ def _person(d, view):
         source = "stdin, %s, that nothing writes to" % stdin
     text = "%s waits for someone to answer a prompt%s at %s, reading %s" % (
         view.label, " (%s)" % what if what else "", frame_text(view.user_frame()) or "?", source)
-    lines = last_lines(d.capture, view.pid)
+    lines = last_lines(d, view.pid)
     if lines:
         text += "; it last wrote: %s" % lines[-1].strip()[:160]
     if view is not d.chain[0]:
