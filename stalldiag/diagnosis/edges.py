@@ -606,6 +606,10 @@ FINDERS = {
 def busier_thread(g, view):
     """An idle focus thread hands over to a thread that is doing something (the focus only:
     the training loop may just be waiting for the thread that does the work)."""
+    # A focus that itself retries a call that keeps failing (an HTTP 503 between back-off sleeps)
+    # is not idle: its failing call is the story, not a busier thread (a server it started).
+    if (g.retry(view) or {}).get("failing"):
+        return []
     # First, a thread of the job retrying a call that keeps failing (an upload answered with 500,
     # a refused connect): the work the idle focus waits for is stuck there.
     live = [v for v in g.views if v is not view and v.n_samples and g.roles.get(v.pid) not in ("launcher",)
