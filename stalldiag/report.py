@@ -2,7 +2,7 @@
 import os
 import sys
 
-from .diagnosis import (detail_text, device_summaries, devices_of, diagnose, file_changes, sample_kind, stdio_changes,
+from .diagnosis import (detail_text, device_summaries, diagnose, file_changes, sample_kind, stdio_changes,
                         visible_devices)
 from .diagnosis import kinds as thread_kinds
 
@@ -70,7 +70,7 @@ def build_report(capture):
             })
             if exact is not None:
                 threads[-1]["syscall_counts"] = _with_always_shown(exact_by_thread.get((proc["pid"], thread["tid"])))
-        gpu_use = _gpu_use(capture, proc)
+        gpu_use = _gpu_use(capture, proc, result["gpu_devices"].get(str(proc["pid"])) or [])
         processes.append({
             "pid": proc["pid"],
             "ppid": proc.get("ppid"),
@@ -215,12 +215,12 @@ def _process_residency(threads):
     return {k: round(v / n, 3) for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}
 
 
-def _gpu_use(capture, proc):
-    """Which GPUs a process uses, its memory and SM utilization samples there."""
+def _gpu_use(capture, proc, devices):
+    """Which GPUs a process uses (devices: the diagnosis's answer), its memory and SM
+    utilization samples there."""
     gpu = capture.get("gpu") or {}
     if not gpu.get("available"):
         return None
-    devices = devices_of(capture, proc["pid"])
     info = (gpu.get("processes") or {}).get(str(proc["pid"])) or {}
     memory = info.get("devices") or ({str(info["device"]): info.get("used_memory")} if "device" in info else {})
     util = (gpu.get("process_util") or {}).get(str(proc["pid"])) or []

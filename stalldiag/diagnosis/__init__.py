@@ -35,7 +35,7 @@ from .threads import sample_kind  # noqa: E402,F401
 
 
 def diagnose(capture):
-    """Return {"verdict", "findings", "roles", "chain", "threads"} for a capture."""
+    """Return {"verdict", "findings", "roles", "chain", "threads", "gpu_devices"} for a capture."""
     d = WaitGraph(capture)
     focus = d.focus_thread()
     if focus is None:
@@ -175,5 +175,6 @@ def _result(d, verdict):
         "chain_text": " → ".join(_step_text(d, v) for v in d.chain) + _resource_text(d),
         "ranks": _ranks(d),
         "threads": threads,
+        "gpu_devices": {str(pid): d.devices_of(pid) for pid in d.procs},   # read once, for the report
     }
 
