@@ -98,4 +98,4 @@ def test_an_idle_job_waiting_on_an_uploader_that_retries_is_the_network(launch, 
 ])
 def test_an_error_that_names_its_resource_outweighs_what_the_except_clause_suggests(texts, category):
     from stalldiag.knowledge import retries
-    assert (retries.named_category(*texts) or retries.category_of_text(*texts)) == category
+    assert retries.failure_category(*texts) == category

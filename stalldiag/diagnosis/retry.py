@@ -42,7 +42,7 @@ def retrying(g, view):
 
 def _names_resource(line):
     """An error line that names its resource (No space left on device, Connection refused, ...)."""
-    return any(pattern.search(line) for pattern in table.ERROR_WORDS_OF.values())
+    return table.named_category(line) is not None
 
 
 def _retrying_loop(view, depth=4):
@@ -124,7 +124,7 @@ def _category(failures, handlers, loop_code, lines, library):
         if found and found not in calls:
             calls.append(found)
     texts = handlers + [loop_code] + list(reversed(lines))
-    text = table.named_category(*texts) or table.category_of_text(*texts)
+    text = table.failure_category(*texts)
     if text and (text in calls or not calls):
         return text
     if calls:

@@ -96,20 +96,27 @@ def retry_library(stack):
     return None
 
 
-def named_category(*texts):
-    """The category of a failure that names its resource in any of texts (No space left on device,
-    a fork refused, Connection refused), or None: it outweighs what an except clause alone
-    suggests (BlockingIOError is a lock taken with LOCK_NB, a non-blocking socket or a refused fork)."""
+def _first_category(texts, rows):
     for text in texts:
-        for pattern, category in ERROR_WORDS[:NAMED]:
+        for pattern, category in rows:
             if text and pattern.search(text):
                 return category
     return None
+
+
+def named_category(*texts):
+    """The category of a failure that names its resource in any of texts (No space left on device,
+    a fork refused, Connection refused), or None."""
+    return _first_category(texts, ERROR_WORDS[:NAMED])
 
 
 def category_of_text(*texts):
-    for text in texts:
-        for pattern, category in ERROR_WORDS:
-            if text and pattern.search(text):
-                return category
-    return None
+    return _first_category(texts, ERROR_WORDS)
+
+
+def failure_category(*texts):
+    """The category of the failure texts (except clauses, a loop's code, error lines) are about:
+    one that names its resource in any of them first, for it outweighs what an except clause
+    alone suggests (BlockingIOError is a lock taken with LOCK_NB, a non-blocking socket or a
+    refused fork); else the first error word found."""
+    return named_category(*texts) or category_of_text(*texts)
