@@ -48,7 +48,7 @@ EXPECTED = [
      {"dataloader-starved"}),
     ("dataloader_slow_io", "io", "dataloader-worker", None, ["sample-", "MB/s from storage"],
      {"dataloader-starved", "d-state"}),
-    ("compile_fresh_cache", "compilation", None, None, ["compiling"], {"compiling"}),
+    ("compile_fresh_cache", "compilation", None, None, ["compiling"], {"compile-time"}),
     ("gloo_hang", "collective", "rank 1", None, ["stuck_in_data_prep", "all_reduce"], set()),
     ("rendezvous_missing_rank", "collective", "rank 0", None, ["ranks 1 never started"], {"missing-ranks"}),
     ("thread_join", "cpu", "main", "worker", ["crunch_numbers"], set()),
@@ -71,8 +71,8 @@ EXPECTED = [
     ("gpu_spin_kernel", "cuda", "main", "MainThread", ["looks hung", "SM activity 0.8%"], {"hung-kernel"}),
     ("gpu_starved_dataloader", "cpu", "dataloader-worker", None, ["decode_and_augment", "GPU 0 idle"],
      {"gpu-starved", "dataloader-starved"}),
-    ("gpu_compile_autotune", "compilation", None, None, ["autotuning", "compiling"], {"compiling", "compile-workers"}),
-    ("jax_compile", "compilation", "main", "MainThread", ["compiling"], {"compiling"}),
+    ("gpu_compile_autotune", "compilation", None, None, ["autotuning", "compiling"], {"compile-time", "compile-workers"}),
+    ("jax_compile", "compilation", "main", "MainThread", ["compiling"], {"compile-time"}),
     ("nccl_hang", "collective", "rank 1", None, ["stuck_in_data_prep", "not compute"], {"collective-on-gpu"}),
 ]
 

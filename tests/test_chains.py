@@ -81,7 +81,7 @@ def test_torch_compile_with_fresh_cache_is_compilation(launch):
     verdict = report["verdict"]
     assert verdict["category"] == "compilation"
     assert "compiling" in evidence(report)
-    assert any(f["kind"] == "compiling" for f in report["findings"])
+    assert any(f["kind"] == "compile-time" for f in report["findings"])
 
 
 def _torchrun(script, port):

@@ -117,7 +117,7 @@ def test_target_exiting_mid_window_keeps_what_was_seen(launch):
     proc = process_of(report, w.pid)
     assert proc["exited_at"] is not None and 0.3 < proc["exited_at"] < 3
     assert proc["threads"][0]["samples"] >= 3
-    assert any(f["kind"] == "exited" for f in report["findings"])
+    assert any(f["kind"] == "process-exited" for f in report["findings"])
 
 
 def test_children_born_during_the_window_are_inspected(launch):

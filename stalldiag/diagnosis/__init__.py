@@ -1,29 +1,36 @@
 """Diagnosis: a pure function from a capture to a verdict and findings (no I/O).
 
-A pipeline, one module a step, each reading what the step before produced:
-  threads.py + state.py   what each thread did, and the state it is really in
-                          (kernel accounting: running, spinning, throttled,
-                          stopped, frozen, blocked, D state)
-  graph.py                the threads, processes, roles and what the probes resolved
-  edges.py                the wait-for edges out of a waiting thread, as data (types.Edge)
-  walk.py                 from the thread that should make progress along the edges;
-                          cycles found on the graph; its end is the root cause
-  category.py             what the run is blocked on: the root cause's kind, from a table
-  formatter.py            every sentence of the edges' and the walk's findings
-  progress.py             the one progress model (thread, window, watch interval)
-verdict.py writes the summary; evidence.py adds the numbers around it.
+A pipeline, one step a module, each returning a record the next reads and none changing what an
+earlier one made:
+  graph.py        the capture's facts, read once: threads (with their kernel state and kind,
+                  frozen once built), processes, roles, what the probes resolved
+  walk.py         Walk: from the thread that should make progress along the wait-for edges
+                  (edges.py) to the root; cycles; a pipe nobody drains
+  detectors       Findings: the registry's rows (registry/table.py), run in its precedence
+                  order, each a detector of the scene (scene.py)
+  category.py     Decision: the category, the culprit, the first link of another category, the
+                  mechanism the verdict rests on, and what it rests on (its basis)
+  verdict.py      Words: the summary (the first row found that leads it) and the evidence
+  progress.py     Progress: is the run making progress
+  confidence.py   Confidence: how sure, from the decision's basis; below high, what it does not
+                  know, the alternatives and what would settle them
+Findings stay typed (types.Finding) until the report is written: their sentences and report
+kinds are given only then (registry/table.as_report).
 """
-from .evidence import barrier_incomplete, event_loop_blocked, event_loop_waiting, unseen_wakers, framework_evidence, general_findings, gpu_evidence, process_evidence
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from .category import decide_category
+from .confidence import Confidence, assess as assess_confidence
+from .detectors import run as run_rows
 from .explain import describe_thread, detail_text, frame_text, process_text  # noqa: F401
-from .registry import as_dict, qualifiers_of
 from .graph import WaitGraph
-from .verdict import CATEGORIES, choose_category, halted_phrase, summary_of, undrained_pipe  # noqa: F401
-from .types import Finding
-from .confidence import assess as assess_confidence
-from .polls import detect as poll_findings
-from .resources import detect as resource_findings
-from .gpu import detect as gpu_findings
-from .walk import walk, workers_of
+from .blockers import progress_of
+from .progress import Progress
+from .registry import table
+from .scene import Scene
+from .verdict import CATEGORIES, Words, words  # noqa: F401
+from .walk import Walk, walk
 
 # The public API: diagnose(), and the facts and words a report and its renderers may read of a
 # capture without a diagnosis (what a process's GPUs and files did, how a frame or a wait reads).
@@ -34,104 +41,101 @@ from .ranks import group as rank_groups_of, suspects as suspect_ranks  # noqa: E
 from .threads import sample_kind  # noqa: E402,F401
 
 
-def diagnose(capture):
-    """Return {"verdict", "findings", "roles", "chain", "threads", "gpu_devices"} for a capture."""
-    d = WaitGraph(capture)
-    focus = d.focus_thread()
-    if focus is None:
-        verdict = {"category": "unknown", "summary": "Nothing was sampled: the target exited or "
-                   "could not be read", "pid": (capture.get("request") or {}).get("pid"), "tid": None,
-                   "confidence": "low", "evidence": [],
-                   "progress": {"state": "no progress seen", "evidence": ["nothing was sampled"]}}
-        return _result(d, verdict)
+@dataclass(frozen=True)
+class Diagnosis:
+    """Every step's record, for the report to write out."""
+    graph: Any
+    walk: Optional[Walk]
+    findings: List[Any] = field(default_factory=list)      # types.Finding, in precedence order
+    decision: Any = None                                    # category.Decision
+    words: Optional[Words] = None
+    progress: Optional[Progress] = None
+    confidence: Optional[Confidence] = None
 
-    d.walk = walk(d, focus)
-    d.chain = d.walk.chain
-    d.findings.extend(as_dict(item, d) for item in d.walk.findings)
-    culprit = d.chain[-1]
-    pipe = undrained_pipe(d)
-    if pipe is not None:
-        culprit = pipe[2]   # the reader that does not drain the pipe, wherever the walk ended
-    event_loop_blocked(d, culprit)
-    event_loop_waiting(d, culprit)
-    barrier_incomplete(d, culprit)
-    unseen_wakers(d, [culprit] if culprit is d.chain[0] else [d.chain[0], culprit])
-    d.findings.extend(as_dict(item, d) for item in poll_findings(d, culprit))
-    d.findings.extend(as_dict(item, d) for item in resource_findings(d, culprit))
-    retry = d.retry(culprit) if (culprit.pid, culprit.tid) not in d.file_waits else None
-    if retry:
-        d.findings.append(dict(as_dict(Finding.about("retry-loop", culprit, retrier=culprit, **retry), d),
-                               failing=retry["failing"]))
-    gpu_found = gpu_findings(d, culprit)   # (qualifiers: kept where the category applies)
-    category, through = choose_category(d, focus, culprit)
-    evidence = []
-    for view in d.chain:
-        evidence.append(describe_thread(view))
-    if culprit.pid != focus.pid:
-        evidence.append("%s is %s of %s" % (process_text(d.procs[culprit.pid]),
-                                             d.roles.get(culprit.pid, "child"), process_text(d.procs[focus.pid])))
-    process_evidence(d, culprit, evidence)
-    framework_evidence(d, focus, culprit, evidence)
-    gpu_evidence(d, category, evidence, gpu_found)
+    def as_dict(self):
+        """The report's contract: {"verdict", "findings", "roles", "chain", "chain_text", "ranks",
+        "threads", "gpu_devices"}; findings get their sentences and report kinds here."""
+        return _result(self)
+
+
+def diagnose(capture):
+    """The report's contract of a capture's diagnosis (Diagnosis.as_dict)."""
+    return diagnose_record(capture).as_dict()
+
+
+def diagnose_record(capture):
+    g = WaitGraph(capture)
+    focus = g.focus_thread()
+    if focus is None:
+        return Diagnosis(g, None)
+    scene = Scene(g, walk(g, focus))
+    findings = run_rows(table.MECHANISMS, scene, "scene")
+    decision = decide_category(scene, findings)
+    said = words(scene, findings, decision)
+    progress = progress_of(scene, findings)
+    findings = findings + run_rows(table.MECHANISMS, scene.with_progress(progress), "progress")
+    findings = table.kept(findings, decision.category)
+    sure = assess_confidence(scene, findings, decision, progress)
+    return Diagnosis(g, scene.walk, findings, decision, said, progress, sure)
+
+
+def _verdict(result):
+    g, decision, sure = result.graph, result.decision, result.confidence
+    culprit = decision.culprit
+    end = result.walk.end
     verdict = {
-        "category": category,
-        "summary": "; ".join([summary_of(d, category, focus, culprit, through)] + qualifiers_of(d.findings, category)),
+        "category": decision.category,
+        "summary": result.words.summary,
         "pid": culprit.pid,
         "tid": culprit.tid,
         "thread_name": culprit.name,
-        "confidence": None,   # from the evidence, once progress is known (confidence.py)
-        "evidence": evidence,
+        "confidence": sure.level,
+        "evidence": list(result.words.evidence),
         # how the walk ended: None (no edge out of the culprit), a terminal edge's kind, or the
         # kind of the edge that closed a cycle
-        "walk_end": d.walk.end.kind if d.walk.end is not None else None,
+        "walk_end": str(end.kind) if end is not None else None,
+        # the registry row the verdict rests on, if one does
+        "mechanism": str(decision.mechanism.kind) if decision.mechanism is not None else None,
+        "progress": result.progress.as_dict(),
+        "confidence_rests_on": sure.rests_on,
     }
-    general_findings(d)
-    _progress(d, verdict, focus)
-    sure = assess_confidence(d, focus, culprit, category, verdict["progress"])
-    verdict["confidence"] = sure["level"]
-    verdict["confidence_rests_on"] = sure["rests_on"]
-    if sure["level"] != "high":
-        verdict["alternatives"] = sure["alternatives"]
-        verdict["to_settle"] = sure["to_settle"]
-    return _result(d, verdict)
+    if sure.level != "high":
+        verdict["unknown"] = list(sure.unknown)
+        verdict["alternatives"] = list(sure.alternatives)
+        verdict["to_settle"] = list(sure.to_settle)
+    return verdict
 
 
-def _progress(d, verdict, focus):
-    """Every verdict says whether the run is making progress; a silent healthy run is a finding."""
-    from .progress import assess, blockers, silent_output
-    verdict["progress"] = assess(d.window, d.proc_list, d.views, d.gpus, blockers(d))
-    silent = silent_output(d.window, d.procs.get(focus.pid), verdict["progress"])
-    if silent:
-        item = as_dict(Finding.about("silent-output", pid=focus.pid, **silent), d)
-        item["unchanged_s"] = silent["unchanged_s"]
-        item["stdio"] = {str(k): v for k, v in silent["stdio"].items()}
-        d.findings.insert(0, item)
+def _nothing(g):
+    return {"category": "unknown", "summary": "Nothing was sampled: the target exited or could not be read",
+            "pid": g.root_pid, "tid": None, "confidence": "low", "evidence": [],
+            "progress": {"state": "no progress seen", "evidence": ["nothing was sampled"]}}
 
 
-def _step_text(d, view):
+def _step_text(g, walk, view):
     """"main 812/812 (poll on pipe:[123])" or "4 DataLoader worker(s): 4 io (read ...)"."""
     activity, _share = view.main_activity()
     what = detail_text(view.top_detail())
     inner = "%s %s" % (view.kind, activity) if view.kind not in (activity,) else activity
     if what and not activity.startswith("on CPU"):
         inner += " on %s" % what
-    edge = d.walk.into[d.chain.index(view)] if d.walk and view in d.chain else None
+    edge = walk.into[walk.chain.index(view)] if view in walk.chain else None
     if edge is not None and edge.kind == "workers":
         group = "%d DataLoader workers: %s" % (len(edge.facts["workers"]), ", ".join(
             "%d %s" % (n, k) for k, n in edge.facts["kinds"].most_common()))
         return "%s (e.g. pid %d: %s)" % (group, view.pid, inner)
-    role = d.roles.get(view.pid) or "thread"
+    role = g.roles.get(view.pid) or "thread"
     return "%s %d/%d '%s' (%s)" % (role, view.pid, view.tid, view.name, inner)
 
 
-def _resource_text(d):
+def _resource_text(g, walk):
     """The resource at the end of a chain, when it is one: storage throughput."""
-    if not d.chain or d.chain[-1].kind != "io":
+    if walk.chain[-1].kind != "io":
         return ""
-    pids = {w.pid for w in workers_of(d)} or {d.chain[-1].pid}
-    duration = d.window.duration_s or 0
-    read_bytes = sum(d.procs[pid].io.get("read_bytes", 0) for pid in pids if pid in d.procs)
-    write_bytes = sum(d.procs[pid].io.get("write_bytes", 0) for pid in pids if pid in d.procs)
+    pids = {w.pid for w in walk.workers} or {walk.chain[-1].pid}
+    duration = g.window.duration_s or 0
+    read_bytes = sum(g.procs[pid].io.get("read_bytes", 0) for pid in pids if pid in g.procs)
+    write_bytes = sum(g.procs[pid].io.get("write_bytes", 0) for pid in pids if pid in g.procs)
     if not duration:
         return ""
     if write_bytes > read_bytes:
@@ -139,9 +143,9 @@ def _resource_text(d):
     return " → storage at %.1f MB/s" % (read_bytes / duration / 1e6)
 
 
-def _ranks(d):
+def _ranks(g):
     from .ranks import group, rank_rows, suspects
-    rows = rank_rows(d)
+    rows = rank_rows(g)
     if not rows:
         return None
     odd = {r["pid"] for r in suspects(rows)}
@@ -151,9 +155,9 @@ def _ranks(d):
                                      for sig, members in group(rows)]}
 
 
-def _result(d, verdict):
+def _threads(g):
     threads = {}
-    for view in d.views:
+    for view in g.views:
         threads["%d:%d" % (view.pid, view.tid)] = {
             "kind": view.kind,
             "share": round(view.share, 3),
@@ -164,17 +168,24 @@ def _result(d, verdict):
             "residency": {k: round(v / view.n_samples, 3) for k, v in view.activity.most_common()}
             if view.n_samples else {},
         }
-    return {
-        "verdict": verdict,
-        "findings": d.findings,
-        "roles": {str(pid): role for pid, role in d.roles.items()},
-        "chain": [{"pid": v.pid, "tid": v.tid, "name": v.name, "kind": v.kind,
-                   "role": d.roles.get(v.pid), "text": _step_text(d, v),
-                   "edge": edge.kind if edge is not None else None}
-                  for v, edge in zip(d.chain, d.walk.into if d.walk else [None] * len(d.chain))],
-        "chain_text": " → ".join(_step_text(d, v) for v in d.chain) + _resource_text(d),
-        "ranks": _ranks(d),
-        "threads": threads,
-        "gpu_devices": {str(pid): d.devices_of(pid) for pid in d.procs},   # read once, for the report
-    }
+    return threads
 
+
+def _result(result):
+    g, walk = result.graph, result.walk
+    out = {
+        "roles": {str(pid): role for pid, role in g.roles.items()},
+        "ranks": _ranks(g),
+        "threads": _threads(g),
+        "gpu_devices": {str(pid): g.devices_of(pid) for pid in g.procs},   # read once, for the report
+    }
+    if walk is None:
+        return dict(out, verdict=_nothing(g), findings=[], chain=[], chain_text="")
+    return dict(
+        out,
+        verdict=_verdict(result),
+        findings=[table.as_report(g, item) for item in result.findings],
+        chain=[{"pid": v.pid, "tid": v.tid, "name": v.name, "kind": v.kind, "role": g.roles.get(v.pid),
+                "text": _step_text(g, walk, v), "edge": str(edge.kind) if edge is not None else None}
+               for v, edge in zip(walk.chain, walk.into)],
+        chain_text=" → ".join(_step_text(g, walk, v) for v in walk.chain) + _resource_text(g, walk))

@@ -19,10 +19,14 @@ lock: ...".  Mechanisms that end the chain by themselves (a deadlock, a lost
 pool task, a full pipe nobody drains) are findings with a category of their
 own (registry.py).
 """
-from ..knowledge.frames import LOCK_FILE_SUFFIXES
-from .registry import CATEGORY_OF, WEAK_ROOT_CATEGORY_OF
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from .registry import table
 from . import kinds
 from .motion import runaway
+from .views import is_lock_file
+from .registry.names import M
 
 CATEGORIES = ("locks", "io", "compilation", "cuda", "collective", "network", "subprocess",
               "cpu", "sleep", "unknown")
@@ -49,7 +53,7 @@ BOUNDARIES = {
     "rendezvous": ("collective", "a rendezvous"),
     "child": ("subprocess", "a child program"),
     "lock": ("locks", "a lock"),
-    "file-lock": ("locks", "a file lock"),
+    M.FILE_LOCK: ("locks", "a file lock"),
     "compile": ("compilation", "compilation"),
     "file-server": ("io", "a file system served by a process (FUSE)"),
 }
@@ -84,14 +88,14 @@ def boundary_of(d, walk):
     rank = lambda v: str(d.roles.get(v.pid)).startswith("rank ")
     for index, view in enumerate(chain[:-1]):
         edge, nxt = walk.into[index + 1], chain[index + 1]
-        if view.kind in ("collective", "rendezvous") or edge.kind in ("rank", "straggler") \
+        if view.kind in ("collective", "rendezvous") or edge.kind in ("rank", M.STRAGGLER) \
                 or (rank(view) and rank(nxt) and nxt.pid != view.pid):
             return ("rendezvous" if view.kind == "rendezvous" else "collective"), index
         if edge.kind == "child":
             return "child", index
-        if edge.kind in ("file-lock", "file-server"):
+        if edge.kind in (M.FILE_LOCK, "file-server"):
             return edge.kind, index
-        if edge.kind in ("lock-holder", "lock-waiter") or (edge.kind == "sibling" and view.kind == "lock"):
+        if edge.kind in (M.LOCK_HOLDER, "lock-waiter") or (edge.kind == "sibling" and view.kind == "lock"):
             if python_lock_wait(view, nxt):
                 return "lock", index
     if any(v.kind == "compile" for v in chain):
@@ -108,29 +112,81 @@ def python_lock_wait(waiter, holder):
         holder.kind in ("lock", "stopped", "frozen") or not waiter.top_stack
 
 
-def categorize(d, walk, mechanisms):
-    """(category, boundary words or None): what the run is blocked on, and the first link on the
-    way there when it is of another category.  mechanisms: the kinds of findings (and chain
-    mechanisms such as "undrained-pipe") found on the way."""
-    kinds = set(mechanisms)
-    for kind, category in CATEGORY_OF:
-        if kind in kinds:
+@dataclass(frozen=True)
+class Decision:
+    """What the run is blocked on, and why: the category step's record, which the summary, the
+    progress model and the confidence read (none of them decides it again).
+      category   the category
+      through    words for the first link on the way, when it is of another category
+      culprit    the root of the wait-for chain (walk.root)
+      root       the culprit's kind, refined by its role and what it polls (root_kind)
+      link       the first boundary link's kind (BOUNDARIES), or None
+      mechanism  the finding a verdict rests on (registry: the first found of the deciding rows)
+      basis      what the category rests on: "mechanism" (a registry row decided it, or the
+                 verdict rests on one), "halted" (the kernel's state of the culprit), "root" (a
+                 wait that explains itself), "runaway" (a call that never left the CPU),
+                 "boundary" (the wait on a link whose other end is weak), "collective" (ranks
+                 missing from a collective), "file-wait" (a poll loop on a file), "weak" (a
+                 culprit that only sleeps, polls or computes), "unknown"
+    """
+    category: str
+    through: Optional[str]
+    culprit: Any
+    root: str
+    link: Optional[str]
+    mechanism: Any
+    basis: str
+
+
+def decide_category(scene, findings):
+    """The Decision for a scene and its findings (typed, in precedence order)."""
+    g, walk = scene.g, scene.walk
+    culprit = walk.root
+    kind = root_kind(g, culprit)
+    link = boundary_of(g, walk)[0]
+    mechanism = table.deciding(findings)
+    category, through = _category(g, walk, findings, kind, link)
+    return Decision(category, through, culprit, kind, link, mechanism, _basis(g, culprit, kind, link, mechanism,
+                                                                                  category))
+
+
+def _category(g, walk, findings, kind, link):
+    found = {f.kind for f in findings}
+    for mechanism, category in table.CATEGORY_OF:
+        if mechanism in found:
             return category, None
-    root = walk.chain[-1]
-    kind = root_kind(d, root)
     if kind == "retry" or not ROOTS[kind][1]:
         # a mechanism that explains a root which explains nothing itself (a lock file's holder
         # that sleeps in a loop catching an exception is holding the lock, not retrying for us)
-        for mechanism, category in WEAK_ROOT_CATEGORY_OF:
-            if mechanism in kinds:
+        for mechanism, category in table.WEAK_ROOT_CATEGORY_OF:
+            if mechanism in found:
                 return category, None
-    link, _index = boundary_of(d, walk)
     if kind == "retry":
         # what the failing call is about decides, wherever the retry sits
-        category = d.retry(root)["category"] or "sleep"
+        category = g.retry(walk.root)["category"] or "sleep"
         words = BOUNDARIES[link] if link else None
         return category, (words[1] if words and words[0] != category else None)
     return decide(kind, link)
+
+
+def _basis(g, culprit, kind, link, mechanism, category):
+    if category == "unknown":
+        return "unknown"
+    if mechanism is not None:
+        return "mechanism"
+    if g.halted(culprit):
+        return "halted"
+    if kinds.of(kind).decisive:
+        return "root"
+    if kind == "cpu" and runaway(culprit, g.procs.get(culprit.pid)):
+        return "runaway"
+    if link is not None:
+        return "boundary"
+    if category == "collective" and culprit.kind in ("collective", "rendezvous"):
+        return "collective"
+    if (culprit.pid, culprit.tid) in g.file_waits:
+        return "file-wait"
+    return "weak"
 
 
 def decide(kind, link):
@@ -143,8 +199,3 @@ def decide(kind, link):
     if decisive and not (kind == "lock" and link == "lock"):
         return category, (words if link_category != category else None)
     return link_category, None
-
-
-def is_lock_file(wait):
-    path = (wait.path or "").lower()
-    return wait.library not in (None, "user code") or path.endswith(LOCK_FILE_SUFFIXES)

@@ -1,18 +1,29 @@
-"""How sure a verdict is, from its evidence: what it rests on, how much was seen, what disagrees.
+"""How sure a verdict is, from what the decision rests on, how much was seen, what disagrees.
 
-  high    a closed chain: it ends in a recognised mechanism (registry.py) or at a root the
-          kernel or the stacks explain by themselves (a thread in storage I/O, on the network,
-          compiling, stopped by a signal, a call that never left the CPU), seen in most samples
-          of a window with enough of them, and nothing seen contradicts it
-  medium  the chain ends at a thread that merely sleeps, polls or computes (a long computation
-          and a spin look alike for a while), or the sampling was thin, or a signal disagrees
+  high    earned: the decision rests on a closed chain or a kernel fact (a registry row that
+          rests on one, a stopped culprit), on a wait that explains itself (storage, the
+          network, compiling, a call that never left the CPU), or on a pattern of stacks and
+          waits that names who should end the wait; seen in most samples of a window with
+          enough of them; and nothing seen contradicts it (the threads it says cannot move
+          did not move)
+  medium  a guess (a "likely" row), a wait whose waker is not named (a row that lists what may
+          have happened instead of deciding it, a lock nobody is seen to hold, a value that
+          could not be read), a culprit that merely sleeps, polls or computes, "idle by
+          design" in a job that shows no sign of advancing, thin sampling, or a signal that
+          disagrees
   low     the cause is not determined, or the culprit was barely seen
 
-Below high the verdict lists the alternatives it could not rule out and what would settle them.
+Below high the verdict says what it does not know, the alternatives it could not rule out and
+what would settle them.  Everything here reads the decision (category.Decision): its basis is
+not decided again.
 """
-from . import kinds, registry
-from .category import BOUNDARIES, boundary_of, root_kind
-from .motion import runaway
+from dataclasses import dataclass, field
+from typing import List
+
+from . import kinds
+from .category import BOUNDARIES
+from .motion import runaway, stuck
+from .registry import table
 
 LEVELS = ("low", "medium", "high")
 MIN_SAMPLES = 8          # /proc samples of the culprit under which the sampling was thin
@@ -20,111 +31,228 @@ MIN_STACK_SAMPLES = 2    # py-spy samples of a Python culprit under which its st
 SHARE_HIGH = 0.8         # share of the window the focus and the culprit spent as the verdict says
 SHARE_MEDIUM = 0.5
 MOVED_BYTES = 64 * 1024  # bytes a process wrote in the window that say data moves
+MOVED_CPU = 0.2          # share of a core a thread used in the window: it ran (unless it spins)
 
 LONGER = "a longer window (--duration 30 or more)"
 
+# Roots that are themselves a wait on another thread: when the walk ends at one, nobody was found
+# who would end the wait (a lock nobody is seen to hold, a queue nobody is seen to feed)
+WAITS_ON_A_THREAD = frozenset(kinds.names(thread_wait=True) + ("lock", "loop-wakeup", "ipc"))
 
-def assess(d, focus, culprit, category, progress):
-    """{"level", "rests_on", "alternatives", "to_settle"} of a verdict."""
+
+@dataclass(frozen=True)
+class Confidence:
+    level: str
+    rests_on: str
+    unknown: List[str] = field(default_factory=list)
+    alternatives: List[str] = field(default_factory=list)
+    to_settle: List[str] = field(default_factory=list)
+
+
+def assess(scene, findings, decision, progress):
+    g, focus, culprit, category = scene.g, scene.focus, decision.culprit, decision.category
     if category == "unknown":
-        return _result("low", "the cause is not determined", [
+        return Confidence("low", "the cause is not determined", ["what the run waits on"], [
             "a wait stalldiag has no mechanism for", "a process it could not read"],
             [LONGER, "--children, to read the processes it may wait on", "root or CAP_SYS_PTRACE, for every stack"])
-    alternatives, settle, reasons = [], [], []
-    mechanism = registry.first([f["kind"] for f in d.findings], registry.PRECEDENCE)
-    root = root_kind(d, culprit)
-    link = boundary_of(d, d.walk)[0]
-    level = "high"
-    if mechanism is not None:
-        rests_on = "a recognised mechanism (%s)" % mechanism
-        if registry.BY_KIND[mechanism].rests_on == "inferred":
-            rests_on += ", inferred from stacks and waits"
-        elif registry.BY_KIND[mechanism].rests_on == "likely":
-            rests_on += ", likely from what surrounds the wait, not shown by it"
-            level = "medium"
-            alternatives.append("the thread polls for something else, and the wait ends elsewhere")
-            settle.append(LONGER)
-    elif d.halted(culprit):
-        rests_on = "the kernel's state of the culprit (%s)" % (d.halt_state(culprit).condition)
-    elif kinds.of(root).decisive:
-        rests_on = "the culprit's own wait (%s), which explains itself" % root
-    elif root == "cpu" and runaway(culprit, d.procs.get(culprit.pid)):
-        rests_on = "a thread that never left the CPU nor the line of its own code it spins at"
-    elif link is not None:
+    c = _Levels()
+    rests_on = _basis(scene, findings, decision, c)
+    _agreement(scene, decision, c)
+    _sampling(g, culprit, decision.root, c)
+    _contention(focus, culprit, category, g, c)
+    _moves(scene, findings, decision, progress, c)
+    _idle_by_design(scene, decision, progress, c)
+    if c.reasons:
+        rests_on += "; " + "; ".join(c.reasons)
+    if c.level == "high":
+        return Confidence("high", rests_on)
+    return Confidence(c.level, rests_on, _once(c.unknown), _once(c.alternatives), _once(c.settle))
+
+
+class _Levels:
+    def __init__(self):
+        self.level = "high"
+        self.reasons, self.unknown, self.alternatives, self.settle = [], [], [], []
+
+    def cap(self, level, reason=None):
+        if LEVELS.index(level) < LEVELS.index(self.level):
+            self.level = level
+        if reason:
+            self.reasons.append(reason)
+
+
+def _basis(scene, findings, decision, c):
+    """What the decision rests on, in words; caps the level where that is a guess or leaves the
+    waker unnamed."""
+    g, culprit, root, basis = scene.g, decision.culprit, decision.root, decision.basis
+    if basis == "mechanism":
+        mechanism = decision.mechanism
+        row = table.row(mechanism)
+        text = "a recognised mechanism (%s)" % row.kind
+        if row.rests_on == "inferred":
+            text += ", inferred from stacks and waits"
+        elif row.rests_on == "likely":
+            text += ", likely from what surrounds the wait, not shown by it"
+            c.cap("medium")
+            c.alternatives.append("the thread waits for something else, and the wait ends elsewhere")
+        elif row.rests_on == "unnamed":
+            text += ", which names nobody who could end the wait"
+            c.cap("medium")
+            c.unknown.append(mechanism.unknown or "which thread or process was to end the wait, and why it did not")
+        if row.rests_on in ("likely", "unnamed"):
+            c.settle.extend(row.settle or (LONGER,))
+        elif mechanism.unknown:
+            c.cap("medium", "it could not read %s" % mechanism.unknown)
+            c.unknown.append(mechanism.unknown)
+            c.settle.extend(row.settle or (LONGER,))
+    elif basis == "halted":
+        text = "the kernel's state of the culprit (%s)" % g.halt_state(culprit).condition
+    elif basis == "root":
+        text = "the culprit's own wait (%s), which explains itself" % root
+        if root in WAITS_ON_A_THREAD and not _named_waker(g, culprit):
+            text = "the culprit's own wait (%s), whose waker was not found" % root
+            c.cap("medium")
+            c.unknown.append("who would end %s's wait (%s): no thread was seen holding or signalling it"
+                             % (culprit.label, culprit.frame_kind or root))
+            c.alternatives.append("a waker outside what was inspected, or one that died")
+            c.settle.extend(["--locals: the object waited on (its owner, its counters)", LONGER])
+    elif basis == "runaway":
+        text = "a thread that never left the CPU nor the line of its own code it spins at"
+    elif basis == "boundary":
         # the category is the first link's (a collective, a child, a lock): whatever its other
         # end does, the run waits there
-        rests_on = "the wait on %s, whose other end is %s" % (BOUNDARIES[link][1], kinds.of(root).doing or root)
-    elif category == "collective" and culprit.kind in ("collective", "rendezvous"):
-        rests_on = "the culprit's wait in a %s for ranks that are not there" % culprit.kind
-    elif (culprit.pid, culprit.tid) in d.file_waits:
-        rests_on = "a poll loop on a file, and who holds or writes that file"
+        text = "the wait on %s, whose other end is %s" % (BOUNDARIES[decision.link][1], kinds.of(root).doing or root)
+    elif basis == "collective":
+        text = "the culprit's wait in a %s for ranks that are not there" % culprit.kind
+    elif basis == "file-wait":
+        text = "a poll loop on a file, and who holds or writes that file"
     else:
-        rests_on = "a culprit that only %s" % {"cpu": "computes", "sleep": "sleeps", "poll": "polls"}.get(
+        text = "a culprit that only %s" % {"cpu": "computes", "sleep": "sleeps", "poll": "polls"}.get(
             kinds.of(root).root if root not in ("cpu", "sleep", "poll") else root, "waits in a way not understood")
-        level = "medium"
-        alternatives.extend(_weak_root_alternatives(root))
-        settle.append(LONGER)
+        c.cap("medium")
+        c.alternatives.extend(_weak_root_alternatives(root))
+        c.settle.append(LONGER)
         if root not in ("cpu",):
-            settle.append("--syscalls exact, to see every wake-up of the threads involved")
-    # how much of the window agrees with the verdict
+            c.settle.append("--syscalls exact, to see every wake-up of the threads involved")
+    lead = table.leading(table.kept(findings, decision.category))
+    if lead is not None and lead is not decision.mechanism and lead.unknown:
+        c.cap("medium", "the summary's %s could not be read" % lead.unknown)
+        c.unknown.append(lead.unknown)
+        c.settle.append(LONGER)
+    return text
+
+
+def _named_waker(g, view):
+    """A thread waiting on another whose waker a probe names all the same: a file a poll loop
+    waits on, a joined thread py-spy names."""
+    wait = g.file_waits.get((view.pid, view.tid))
+    return bool(wait and wait.path) or (view.pid, view.tid) in g.joins
+
+
+def _agreement(scene, decision, c):
+    """How much of the window agrees with the verdict."""
+    focus, culprit = scene.focus, decision.culprit
     share = min(focus.share or 0, culprit.share or 0)
-    if mechanism is not None and registry.BY_KIND[mechanism].rests_on == "closed":
+    if decision.mechanism is not None and table.row(decision.mechanism).rests_on == "closed":
         share = max(share, SHARE_HIGH)
     if share < SHARE_MEDIUM:
-        level = "low"
-        reasons.append("the focus or the culprit spent under half the window as said")
-        alternatives.append("the run changes what it does within the window (a phase change, a stall that "
-                            "began or ended mid-window)")
-        settle.append(LONGER)
+        c.cap("low", "the focus or the culprit spent under half the window as said")
+        c.alternatives.append("the run changes what it does within the window (a phase change, a stall that "
+                              "began or ended mid-window)")
+        c.settle.append(LONGER)
     elif share < SHARE_HIGH:
-        level = _lower(level, "medium")
-        reasons.append("the culprit spent %d%% of the window as said" % round(100 * share))
-        settle.append(LONGER)
+        c.cap("medium", "the culprit spent %d%% of the window as said" % round(100 * share))
+        c.settle.append(LONGER)
+
+
+def _sampling(g, culprit, root, c):
     if not culprit.n_samples:
-        level = "low"
-        reasons.append("the culprit was never sampled")
+        c.cap("low", "the culprit was never sampled")
     elif culprit.n_samples < MIN_SAMPLES:
-        level = _lower(level, "medium")
-        reasons.append("only %d samples of the culprit" % culprit.n_samples)
-        settle.append(LONGER)
-    python = d.procs[culprit.pid].python if culprit.pid in d.procs else {}
+        c.cap("medium", "only %d samples of the culprit" % culprit.n_samples)
+        c.settle.append(LONGER)
+    python = g.procs[culprit.pid].python if culprit.pid in g.procs else {}
     # (a blocked thread's stack does not change: one sample of it is as good as many)
     if python.get("stacks") and root in ("cpu", "compile") and culprit.n_framed_samples < MIN_STACK_SAMPLES:
-        level = _lower(level, "medium")
-        reasons.append("%d Python stack samples of the culprit" % culprit.n_framed_samples)
-        settle.append(LONGER)
+        c.cap("medium", "%d Python stack samples of the culprit" % culprit.n_framed_samples)
+        c.settle.append(LONGER)
     elif not python.get("stacks") and "permission" in str(python.get("reason") or "").lower():
-        level = _lower(level, "medium")
-        reasons.append("its Python stacks could not be read (%s)" % python.get("reason"))
-        settle.append("root or CAP_SYS_PTRACE (or kernel.yama.ptrace_scope=0), for Python stacks")
+        c.cap("medium", "its Python stacks could not be read (%s)" % python.get("reason"))
+        c.settle.append("root or CAP_SYS_PTRACE (or kernel.yama.ptrace_scope=0), for Python stacks")
+
+
+def _contention(focus, culprit, category, g, c):
     # (a spin kept from a CPU spins at the same line once it runs: its wait changes nothing)
     contended = [v for v in (focus, culprit) if v.state is not None and v.state.condition == "throttled"
-                 and not runaway(v, d.procs.get(v.pid))]
+                 and not runaway(v, g.procs.get(v.pid))]
     if contended and category not in ("cpu",):
-        level = _lower(level, "medium")
-        reasons.append("%s waited for a CPU much of the window: what it does may change once it runs"
-                       % contended[0].label)
-        alternatives.append("a process still starting up (imports) on a busy machine")
-        settle.append("a second inspection once the machine is less loaded")
-    if progress.get("state") == "making progress" and mechanism is not None \
-            and registry.BY_KIND[mechanism].blocks_progress:
-        level = _lower(level, "medium")
-        reasons.append("the run shows progress beside a mechanism that blocks it")
-    movers = [p for p in d.proc_list if (p.io or {}).get("wchar", 0) >= MOVED_BYTES]
-    if progress.get("state") == "no progress seen" and movers and not (
-            mechanism is not None and registry.BY_KIND[mechanism].blocks_progress):
+        c.cap("medium", "%s waited for a CPU much of the window: what it does may change once it runs"
+              % contended[0].label)
+        c.alternatives.append("a process still starting up (imports) on a busy machine")
+        c.settle.append("a second inspection once the machine is less loaded")
+
+
+def _moves(scene, findings, decision, progress, c):
+    """A verdict that says nothing will move is held against the activity of the threads it is
+    about: a thread of them that ran, or a process of them that wrote, lowers it."""
+    g = scene.g
+    mechanism = decision.mechanism
+    blocks = mechanism is not None and table.row(mechanism).blocks_progress
+    if progress.state == "making progress" and blocks:
+        c.cap("medium", "the run shows progress beside a mechanism that blocks it")
+    if blocks:
+        moved = [v for v in _involved(scene, mechanism) if _ran(g, v)]
+        if moved:
+            c.cap("medium", "%s ran in the window (%s), which the verdict says cannot move" % (
+                moved[0].label, moved[0].state.phrase if moved[0].state else "on CPU"))
+            c.alternatives.append("a wait that resolves slowly, not one that never will")
+            c.settle.append(LONGER)
+    movers = [p for p in g.proc_list if (p.io or {}).get("wchar", 0) >= MOVED_BYTES]
+    if progress.state == "no progress seen" and movers and not blocks:
         # nothing counted as progress, yet a process of the job moves data (through a pipe or a
         # socket: a file server, a helper): the run may advance more slowly than it shows
-        level = _lower(level, "medium")
-        reasons.append("pid %d wrote %d bytes in the window, which no progress rule counts" % (
+        c.cap("medium", "pid %d wrote %d bytes in the window, which no progress rule counts" % (
             movers[0].pid, movers[0].io["wchar"]))
-        alternatives.append("a run advancing slowly through pid %d" % movers[0].pid)
-        settle.append(LONGER)
-    if reasons:
-        rests_on += "; " + "; ".join(reasons)
-    if level == "high":
-        alternatives, settle = [], []
-    return _result(level, rests_on, alternatives, settle)
+        c.alternatives.append("a run advancing slowly through pid %d" % movers[0].pid)
+        c.settle.append(LONGER)
+
+
+def _involved(scene, finding):
+    """The threads a finding is about: those its facts name, and the chain's focus."""
+    views = []
+    for value in finding.facts.values():
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if hasattr(item, "n_samples") and hasattr(item, "tid") and all(item is not v for v in views):
+                views.append(item)
+    return views
+
+
+def _ran(g, view):
+    """A thread the verdict says waits (its kind is a wait) that was not caught stuck and used a
+    share of a core in the window.  (A thread the verdict says computes, such as one retrying a
+    call that fails, runs by design; a spin, a CUDA spin-wait and a stopped thread move nothing.)"""
+    state = view.state
+    if state is None or not kinds.of(view.kind).asleep or stuck(view) or runaway(view, g.procs.get(view.pid)) \
+            or state.condition == "spinning":
+        return False
+    return (state.numbers or {}).get("cpu_share", 0) >= MOVED_CPU and state.progressing
+
+
+def _idle_by_design(scene, decision, progress, c):
+    """"Idle by design" is high only when nothing waits on the idle thread and the job's output
+    advances: a job that makes no progress beside an idle loop may be waiting on something not
+    seen (an event loop's awaits cannot be read before Python 3.14)."""
+    if decision.category != "sleep" or c.level != "high":
+        return
+    if decision.culprit is not scene.focus:
+        c.cap("medium", "the focus waits on the sleeping thread")
+    elif progress.state != "making progress":
+        c.cap("medium", "nothing shows the job advancing beside it")
+    else:
+        return
+    c.unknown.append("whether the job waits on something not seen (a task's await, a peer)")
+    c.alternatives.append("a job waiting on something outside what was inspected")
+    c.settle.append(LONGER)
 
 
 def _weak_root_alternatives(root):
@@ -136,10 +264,5 @@ def _weak_root_alternatives(root):
     return ["a wait on something outside what was inspected"]
 
 
-def _lower(level, cap):
-    return level if LEVELS.index(level) <= LEVELS.index(cap) else cap
-
-
-def _result(level, rests_on, alternatives, settle):
-    return {"level": level, "rests_on": rests_on, "alternatives": list(dict.fromkeys(alternatives)),
-            "to_settle": list(dict.fromkeys(settle))}
+def _once(items):
+    return list(dict.fromkeys(items))

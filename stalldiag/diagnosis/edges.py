@@ -37,6 +37,7 @@ from .polls import feeder_failed
 from . import kinds
 from .threads import THREAD_WAIT_KINDS
 from .types import Edge, Finding
+from .registry.names import M
 
 
 def find(g, view):
@@ -71,7 +72,7 @@ def waker_exited(g, view):
     dead = g.exited_children(view.pid)
     if not dead:
         return None
-    return Edge(view, None, "waker-exited", findings=[Finding.about("waker-exited", view, waiter=view, dead=dead)])
+    return Edge(view, None, M.WAKER_EXITED, findings=[Finding.about(M.WAKER_EXITED, view, waiter=view, dead=dead)])
 
 
 LONG_SLEEP_S = 60.0
@@ -107,7 +108,7 @@ def waited_thread(g, view):
             word = futex_word(view)
             same = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.kind == "lock"
                     and word and futex_word(v) == word]
-            return [Edge(view, view, "lock-holder", {"wants": lock_intent(view)["wants"], "frame": frame,
+            return [Edge(view, view, M.LOCK_HOLDER, {"wants": lock_intent(view)["wants"], "frame": frame,
                                                      "held": entry, "self": True, "same": same})]
         edges += lock_order_partner(g, view) + named_lock_holder(g, view) + stream_writer(g, view)
         if not edges:
@@ -165,7 +166,7 @@ def reentered(view):
             opener = next((w for w in (held.get("within") or []) + at_line if LOCK_NAME.match(w.get("code") or "")
                            and LOCK_NAME.match(w["code"]).group(1) == match.group(1)), None)
             if opener:
-                return Edge(view, view, "lock-holder", {"wants": match.group(1), "frame": outer, "held": opener,
+                return Edge(view, view, M.LOCK_HOLDER, {"wants": match.group(1), "frame": outer, "held": opener,
                                                         "self": True, "reentered": inner})
         return None
     return None
@@ -188,7 +189,7 @@ def lock_order_partner(g, view):
     for other in lock_waiters_of(g, view):
         theirs = lock_intent(other)
         if mine["wants"] and theirs["wants"] and mine["wants"] in theirs["holds"] and theirs["wants"] in mine["holds"]:
-            out.append(Edge(view, other, "lock-holder", {"wants": mine["wants"], "holds": theirs["wants"],
+            out.append(Edge(view, other, M.LOCK_HOLDER, {"wants": mine["wants"], "holds": theirs["wants"],
                                                          "order": True}, process=other.pid != view.pid))
     return out
 
@@ -207,8 +208,8 @@ def named_lock_holder(g, view):
     for holder in holders:
         _name, frame, entry = next(h for h in held_locks(holder) if h[0] == wants)
         said = [] if holder.kind == "lock" and self_held(holder) else [   # a self-deadlock says so itself
-            Finding.about("lock-holder", holder, holder=holder, waiter=view, wants=wants, frame=frame, held=entry)]
-        out.append(Edge(view, holder, "lock-holder", {"wants": wants, "frame": frame, "held": entry},
+            Finding.about(M.LOCK_HOLDER, holder, holder=holder, waiter=view, wants=wants, frame=frame, held=entry)]
+        out.append(Edge(view, holder, M.LOCK_HOLDER, {"wants": wants, "frame": frame, "held": entry},
                         findings=said, process=holder.pid != view.pid))
     return out
 
@@ -223,7 +224,7 @@ def stream_writer(g, view):
         return []
     writers = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.kernel_kind in ("pipe", "io")
                and any(label.startswith("write") for label in v.activity)]
-    return [Edge(view, v, "lock-holder", {"stream": True}) for v in writers]
+    return [Edge(view, v, M.LOCK_HOLDER, {"stream": True}) for v in writers]
 
 
 def lock_waiters_of(g, view):
@@ -246,7 +247,7 @@ def lock_waiters(g, view):
     others = lock_waiters_of(g, view)
     if not others:
         return []
-    said = [Finding.about("likely-deadlock", others[0], threads=[view] + others)]
+    said = [Finding.about(M.LIKELY_DEADLOCK, others[0], threads=[view] + others)]
     return [Edge(view, other, "lock-waiter", findings=said if i == 0 else [], guess=True)
             for i, other in enumerate(others)]
 
@@ -276,7 +277,7 @@ def held_at_fork(g, view):
         if lock_frame and any(f[1] == lock_frame[1] and f[0] != lock_frame[0]
                               for frames, _n in candidate.stacks_by_count()[:1] for f in frames):
             holder = candidate
-    said = Finding.about("lock-held-at-fork", view, waiter=view, wants=wants, lock_frame=lock_frame,
+    said = Finding.about(M.LOCK_HELD_AT_FORK, view, waiter=view, wants=wants, lock_frame=lock_frame,
                          parent=parent.pid, holder=holder)
     return Edge(view, None, "held-at-fork", findings=[said])
 
@@ -289,8 +290,8 @@ def missed_task_done(g, view):
     consumers = [v for v in threads if v.kind == "queue-get" and stuck(v)]
     if not consumers or any(not stuck(v) for v in threads):
         return None
-    return Edge(view, None, "missed-task-done",
-                findings=[Finding.about("missed-task-done", view, waiter=view, consumers=consumers)])
+    return Edge(view, None, M.MISSED_TASK_DONE,
+                findings=[Finding.about(M.MISSED_TASK_DONE, view, waiter=view, consumers=consumers)])
 
 
 def orphaned_wait(g, view, co_waiters):
@@ -307,7 +308,7 @@ def orphaned_wait(g, view, co_waiters):
     facts = {"waiter": view, "co_waiters": co_waiters, "stuck_too": stuck_too, "alone": not python,
              "native": len(threads) - 1, "pool": pool,
              "timers": [v for v in python if v not in co_waiters and v not in stuck_too]}
-    kind = "pool-deadlock" if pool and view.frame_kind == "future" else "orphaned-wait"
+    kind = M.POOL_DEADLOCK if pool and view.frame_kind == "future" else M.ORPHANED_WAIT
     return Edge(view, None, kind, findings=[Finding.about(kind, view, **facts)])
 
 
@@ -325,9 +326,9 @@ def file_lock_holder(g, view):
         if view.pid not in waiters or not lock.holder_pid:
             continue
         thread = g.most_telling_thread(lock.holder_pid)
-        said = [Finding.about("file-lock", view, waiter=view, lock=lock, blocked=blocked,
+        said = [Finding.about(M.FILE_LOCK, view, waiter=view, lock=lock, blocked=blocked,
                               holder_proc=g.procs.get(lock.holder_pid))]
-        return [Edge(view, thread, "file-lock", {"lock": lock, "blocked": blocked}, findings=said, process=True)]
+        return [Edge(view, thread, M.FILE_LOCK, {"lock": lock, "blocked": blocked}, findings=said, process=True)]
     return []
 
 
@@ -350,7 +351,7 @@ def file_server(g, view):
         for server in mount.get("served_by") or []:
             thread = g.most_telling_thread(server.get("pid")) if server.get("pid") in g.procs else None
             if thread is not None and thread.pid != view.pid:
-                out.append(Edge(view, thread, "file-server", {"mount": mount}, process=True))
+                out.append(Edge(view, thread, "file-server", {M.MOUNT: mount}, process=True))
     return out
 
 
@@ -385,6 +386,9 @@ def waited_peer(g, view):
         empty = empty_pool(g, view)
         if empty:
             return [empty]
+    unfed = unfed_pipe(g, view)
+    if unfed:
+        return [unfed]
     peers = Counter()
     targets = waited_targets(view)
     if not targets:
@@ -414,6 +418,29 @@ def waited_peer(g, view):
     return [Edge(view, t, "peer", {"via": "pipe"}, process=True) for t in threads]
 
 
+def unfed_pipe(g, view):
+    """A read of a pipe, stuck all window (no byte arrived: a write would have ended it), whose
+    writing end a process outside the job holds: nothing of the job can feed the pipe, and that
+    process does not.  It is the cause whatever its own threads wait on (a server's accept(), a
+    sleep): the walk ends there."""
+    if not stuck(view) or any(label.startswith("write") for label in view.activity):
+        return None
+    for target in [t for t in waited_targets(view) if t.startswith("pipe:")]:
+        holders = [pid for pid in g.writer_pids(view, target) if pid != view.pid and pid in g.procs
+                   and g.procs[pid].outside_tree and not g.helper(pid)]
+        if not holders:
+            continue
+        proc = g.procs[holders[0]]
+        thread = g.thread_on(proc.pid, [target])
+        if thread is None:
+            continue
+        said = Finding.about(M.UNFED_PIPE, view, reader=view, target=target, holder=proc.pid, holder_thread=thread,
+                             wrote=(proc.io or {}).get("wchar"))
+        return Edge(view, thread, "peer", {"via": "pipe", "target": target}, findings=[said], process=True,
+                    stops=True)
+    return None
+
+
 def tcp_peer(g, view):
     """A TCP connection to a process of the host (a local server, a store, another rank): the
     process that holds the other end, and the thread of it that waits on that connection."""
@@ -430,8 +457,8 @@ def tcp_peer(g, view):
                 out.append(Edge(view, thread, "peer", {"via": "tcp", "target": target}, process=True))
             else:
                 # it holds the other end, but nothing of it reads or works: it does not answer
-                said = Finding.about("peer-not-serving", view, waiter=view, target=target, peer=pid, peer_thread=thread)
-                out.append(Edge(view, None, "peer-not-serving", {"target": target, "peer": pid}, findings=[said]))
+                said = Finding.about(M.PEER_NOT_SERVING, view, waiter=view, target=target, peer=pid, peer_thread=thread)
+                out.append(Edge(view, None, M.PEER_NOT_SERVING, {"target": target, "peer": pid}, findings=[said]))
     return out
 
 
@@ -449,7 +476,7 @@ def lost_pool_task(g, view):
     starts = sorted((p.start_time or 0, p.pid) for p, _t in workers)
     late = [(pid, (start - starts[0][0]) / tick) for start, pid in starts[1:]
             if start - starts[0][0] >= REPLACEMENT_GAP_S * tick]
-    return Edge(view, None, "lost-task", findings=[Finding.about("lost-task", view, waiter=view, workers=len(workers),
+    return Edge(view, None, M.LOST_TASK, findings=[Finding.about(M.LOST_TASK, view, waiter=view, workers=len(workers),
                                                                  replacements=late)])
 
 
@@ -457,7 +484,7 @@ def empty_pool(g, view):
     """A pool's manager thread waiting for results while no worker process of its pool lives."""
     if any(not g.helper(p.pid) for p in g.live_children(view.pid)):
         return None
-    return Edge(view, None, "pool-empty", findings=[Finding.about("pool-empty", view, waiter=view,
+    return Edge(view, None, M.POOL_EMPTY, findings=[Finding.about(M.POOL_EMPTY, view, waiter=view,
                                                                    exited=g.exited_children(view.pid))])
 
 
@@ -475,7 +502,7 @@ def waited_workers(g, view):
         # A worker whose queue feeder failed to send it (EMFILE passing its tensors, an
         # unpicklable sample) drops the batch and goes on, and the loop waits for it for ever.
         error = feeder_failed(g, [view.pid] + [t.pid for t in threads])
-        return [Edge(view, None, "lost-batch", findings=[Finding.about("lost-batch", view, waiter=view,
+        return [Edge(view, None, M.LOST_BATCH, findings=[Finding.about(M.LOST_BATCH, view, waiter=view,
                                                                         workers=threads, error=error)])]
     threads.sort(key=lambda v: (g.halted(v), g.weight(v), v.cpu_seconds or 0), reverse=True)
     kinds = Counter(t.kind for t in threads)
@@ -531,8 +558,8 @@ def gpu_straggler(g, view, ranks):
     if best is None:
         return []
     thread, dev = best
-    said = Finding.about("straggler", thread, straggler=thread.pid, waiter=view.pid, gpu=dev, waiter_gpu=mine[0])
-    return [Edge(view, thread, "straggler", {"gpu": dev}, findings=[said], process=True)]
+    said = Finding.about(M.STRAGGLER, thread, straggler=thread.pid, waiter=view.pid, gpu=dev, waiter_gpu=mine[0])
+    return [Edge(view, thread, M.STRAGGLER, {"gpu": dev}, findings=[said], process=True)]
 
 
 def gpu_wait(g, view):
@@ -571,7 +598,7 @@ def compiling(g, view):
     if tool is None:
         return []
     return [Edge(view, None, "compiler", {"tool": tool},
-                 findings=[Finding.about("compiler-busy", tool, compiler=tool, waiter=view)])]
+                 findings=[Finding.about(M.COMPILER_BUSY, tool, compiler=tool, waiter=view)])]
 
 
 def sleeping(g, view):

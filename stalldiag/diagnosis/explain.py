@@ -102,15 +102,14 @@ def doing_call(view):
                                                               call)
 
 
-def halted_phrase(d, view):
-    held = d.halt_state(view)
+def halted_phrase(g, view):
+    held = g.halt_state(view)
     return held.phrase if held else "stopped"
 
 
-def doing(view, d=None):
+def doing(view, tool=None):
+    """"computing (running 96%)"; tool: the compiler a compiling thread drives (walk.tool_of)."""
     text = "%s (%s)" % (kinds.of(view.kind).doing or view.kind, residency_text(view, 2))
-    end = d.walk.end if d is not None and d.walk and d.walk.chain[-1] is view else None
-    tool = end.facts.get("tool") if end is not None and end.kind == "compiler" else None
     if tool is not None:
         text += ", through its compiler %s (pid %d, on CPU %d%%)" % (tool.comm or tool.name, tool.pid,
                                                                   round(100 * tool.share))

@@ -4,6 +4,7 @@ edges.py, walk.py and evidence.py find; this module says.  One function per find
 taking the Finding's facts; registry.py names, for each mechanism, the function that says it.
 """
 from .explain import code_text, doing, doing_call, frame_text, pct, process_text
+from .registry.names import M
 
 LOCK_TYPES = {"FLOCK": "flock()", "POSIX": "POSIX (fcntl/lockf)", "OFDLCK": "open-file-description (OFD)",
               "LEASE": "lease"}
@@ -54,7 +55,7 @@ def missed_task_done(g, waiter, consumers):
                 _verb_s(consumers)))
 
 
-def _nobody_left(co_waiters, stuck_too, alone, native, timers=()):
+def nobody_left(co_waiters, stuck_too, alone, native, timers=()):
     why = []
     if co_waiters:
         why.append("%s wait%s at the same line" % (_labels(co_waiters), _verb_s(co_waiters)))
@@ -75,14 +76,14 @@ def orphaned_wait(g, waiter, co_waiters, stuck_too, alone, native, pool, timers=
             "will: the thread that would (a producer, a consumer, a party) died on an exception, which ends a "
             "thread quietly, or was never started" % (
                 waiter.label, waiter.frame_kind, frame_text(waiter.user_frame()) or "?", waiter.pid,
-                _nobody_left(co_waiters, stuck_too, alone, native, timers)))
+                nobody_left(co_waiters, stuck_too, alone, native, timers)))
 
 
 def pool_deadlock(g, waiter, co_waiters, stuck_too, alone, native, pool, timers=()):
     # every worker waits on tasks that need a free worker of the same pool
     return ("pool deadlock: %s, a worker of %s, waits (%s) at %s for a task queued to the same pool, and no worker "
             "is free to run it: %s" % (waiter.label, pool, waiter.frame_kind, frame_text(waiter.user_frame()) or "?",
-                                       _nobody_left(co_waiters, stuck_too, alone, native, timers) or "it is the only worker"))
+                                       nobody_left(co_waiters, stuck_too, alone, native, timers) or "it is the only worker"))
 
 
 def file_lock(g, waiter, lock, blocked, holder_proc):
@@ -165,16 +166,16 @@ def cycle(g, cycle, edges):
     if kinds == {"join"}:
         return "join deadlock: %s; each waits for the next to exit, and none can" % "; ".join(
             "%s joins %s" % (e.waiter.label, e.waker.label) for e in edges)
-    if kinds == {"lock-holder"}:
+    if kinds == {M.LOCK_HOLDER}:
         where = "" if len({v.pid for v in cycle}) == 1 else " across processes"
         return "lock-order deadlock%s: %s" % (where, "; ".join(
             "%s holds %s and wants %s" % (e.waiter.label, _wants(prev), e.facts.get("wants"))
             for prev, e in zip(edges[-1:] + edges[:-1], edges)))
-    if closing.kind == "file-lock":
+    if closing.kind == M.FILE_LOCK:
         return "file-lock deadlock across processes: %s: nobody can move" % "; ".join(
             "%s waits for %s, held by pid %d" % (proc_text(g.procs.get(e.waiter.pid), e.waiter.pid),
                                                  _lock_name(e), e.waker.pid) for e in edges)
-    if "lock-holder" in kinds:
+    if M.LOCK_HOLDER in kinds:
         return _through_lock(edges)
     if kinds <= {"peer"} and all(e.facts.get("via") == "tcp" for e in edges):
         return ("both ends of a connection wait to receive, so neither will send: %s. A request or reply was "

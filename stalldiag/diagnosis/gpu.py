@@ -8,6 +8,7 @@ spinning or hung kernel.  Thresholds below were set from captures on H200s
 a one-block spin kernel SM 0.76%, an NCCL kernel waiting for its peer SM 18% /
 tensor 0%.
 """
+from .registry.names import M
 
 BUSY_FLAG = 90.0        # NVML utilization at or above: "a kernel is always running"
 IDLE = 5.0              # at or below: idle
@@ -117,32 +118,32 @@ def visible_devices(env, devices):
 # -- the registry's GPU rows: what the GPUs of the chain's ends did, found before the category is
 # decided; each qualifies a verdict of its category (registry.py) ---------------------------
 
-def detect(g, culprit):
+def detect(scene):
     """Findings of the GPUs the chain's first thread (the focus) and its culprit use."""
     from .types import Finding
+    g, focus, culprit = scene.g, scene.focus, scene.root
     if not g.gpus:
         return []
-    focus = g.chain[0]
     focus_devs = [g.gpus[i] for i in g.devices_of(focus.pid) if i in g.gpus]
     culprit_devs = [g.gpus[i] for i in g.devices_of(culprit.pid) if i in g.gpus]
     found = []
     if focus_devs:
         dev = focus_devs[0]
         if dev.looks_hung:
-            found.append(Finding.about("hung-kernel", focus, waiter=focus, gpu=dev))
+            found.append(Finding.about(M.HUNG_KERNEL, focus, waiter=focus, gpu=dev))
         elif dev.real_compute:
-            found.append(Finding.about("gpu-bound", focus, gpu=dev))
+            found.append(Finding.about(M.GPU_BOUND, focus, gpu=dev))
         elif dev.busy_flag and not dev.has_gpm:
-            found.append(Finding.about("gpu-busy-flag", focus, gpu=dev))
+            found.append(Finding.about(M.GPU_BUSY_FLAG, focus, gpu=dev))
         if focus.kind == "cuda" and dev.busy_flag and not dev.real_compute:
-            found.append(Finding.about("collective-on-gpu", focus, waiter=focus, gpu=dev))
+            found.append(Finding.about(M.COLLECTIVE_ON_GPU, focus, waiter=focus, gpu=dev))
     if culprit_devs and focus.kind != "dataloader":
         dev = culprit_devs[0]
         if dev.has_gpm and (dev.sm or 0) < LAUNCH_BOUND_SM and culprit.state is not None \
                 and culprit.state.condition == "computing":
-            found.append(Finding.about("launch-bound", culprit, host=culprit, gpu=dev))
+            found.append(Finding.about(M.LAUNCH_BOUND, culprit, host=culprit, gpu=dev))
     if focus.kind == "dataloader":
-        found += [Finding.about("gpu-starved", focus, gpu=dev) for dev in focus_devs if dev.idle]
+        found += [Finding.about(M.GPU_STARVED, focus, gpu=dev) for dev in focus_devs if dev.idle]
     return found
 
 

@@ -133,7 +133,6 @@ class WaitGraph:
     follows these edges; the end of the walk is the culprit.
     """
     def __init__(self, capture):
-        self.capture = capture
         self.window = Window.of(capture)
         self.machine = Machine.of(capture)
         self.root_pid = (capture.get("request") or {}).get("pid")   # the pid inspected
@@ -146,9 +145,7 @@ class WaitGraph:
         self.barriers = barrier_parties(self.views)
         self.barrier_pids = {v.pid for _call, members in self.barriers for v in members}
         self.roles = assign_roles(self.proc_list, self.root_pid, self.by_pid, self.barrier_pids)
-        self.findings = []     # report dicts, from formatter.as_dict and evidence.py
-        self.chain = []        # the walk's chain (set by diagnose)
-        self.walk = None
+        self.skipped_children = capture.get("skipped_children") or 0
         self._edges = {}
         self._retries = {}
         self.holders = _endpoint_holders(self.proc_list)
@@ -183,6 +180,8 @@ class WaitGraph:
                 continue
             self.loops[(view.pid, view.tid)] = loop
             view.kind = loop_kind(loop)
+        for view in self.views:
+            view.freeze()   # built once: no step after this one changes what a thread is
 
     # --- where to start ----------------------------------------------------------
 
@@ -274,6 +273,17 @@ class WaitGraph:
                 if watched.get("target") == target:
                     ends += watched.get("ends") or []
             out += [e["pid"] for e in ends if e.get("pid") in self.procs]
+        return list(dict.fromkeys(out))
+
+    def writer_pids(self, view, target):
+        """Processes the waker probe found holding the writing end of the pipe view reads."""
+        out = []
+        for record in self.wakers.get((view.pid, view.tid), []):
+            ends = list(record.ends) if record.target == target else []
+            for watched in record.watching:
+                if watched.get("target") == target:
+                    ends += watched.get("ends") or []
+            out += [e["pid"] for e in ends if "w" in str(e.get("mode") or "")]
         return list(dict.fromkeys(out))
 
     def shared_mappers(self, view):

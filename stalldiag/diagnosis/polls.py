@@ -21,6 +21,7 @@ from ..knowledge import frames as frame_table
 from .explain import frame_text, process_text
 from .motion import STUCK_SHARE, in_one_function, runaway
 from .types import Finding
+from .registry.names import M
 
 POLL_KINDS = ("sleep", "poll", "other")
 
@@ -36,7 +37,7 @@ def lock_poll(g, view):
     frame = frame_table.lock_poll_frame(view.top_stack)
     if frame is None:
         return None
-    return Finding.about("lock-poll", view, waiter=view, frame=frame)
+    return Finding.about(M.LOCK_POLL, view, waiter=view, frame=frame)
 
 
 def child_exited(g, view):
@@ -47,7 +48,7 @@ def child_exited(g, view):
     dead = [p for p in g.proc_list if p.ppid == view.pid and p.exit_status and "exit code 0" not in p.exit_status]
     if not dead:
         return None
-    return Finding.about("child-exited", view, waiter=view, dead=dead)
+    return Finding.about(M.CHILD_EXITED, view, waiter=view, dead=dead)
 
 
 # Python's threading.excepthook: "Exception in thread NAME:" (3.10+: "NAME (target)"), then the
@@ -87,7 +88,15 @@ def feeder_failed(g, pids):
     return found
 
 
-def thread_died(g, view):
+def thread_died_at_root(scene):
+    """thread_died() of the chain's end, with what the walk found of the same wait."""
+    root = scene.root
+    orphan = next((f.facts for f in scene.walk.findings if f.kind == M.ORPHANED_WAIT and f.tid == root.tid
+                   and f.pid == root.pid), None)
+    return thread_died(scene.g, root, orphan)
+
+
+def thread_died(g, view, orphan=None):
     """A waiting, polling or spinning thread beside a thread of its process that died on an
     exception its output shows, and that is no longer alive."""
     if view.kind not in WAITING_KINDS or view.share < STUCK_SHARE or (view.kind == "cpu" and not (
@@ -97,7 +106,7 @@ def thread_died(g, view):
     dead = [(name, error) for name, error in died_threads(g, view.pid) if name not in alive]
     if not dead:
         return None
-    return Finding.about("thread-died", view, waiter=view, dead=dead[-1])
+    return Finding.about(M.THREAD_DIED, view, waiter=view, dead=dead[-1], orphan=orphan)
 
 
 def flag_orphaned(g, view):
@@ -116,7 +125,7 @@ def flag_orphaned(g, view):
         return None
     about = " ".join([code, frame[0] or "", source.get("class") or ""])
     server = bool(retry_table.FLAG_NETWORK.search(about))
-    kind = "flag-orphaned-network" if server else "flag-orphaned"
+    kind = M.FLAG_ORPHANED_NETWORK if server else M.FLAG_ORPHANED
     # a copy of this program outside the job that listens: a server an earlier run left holds the
     # port this one's server thread could not take
     leftover = next((t for t in (g.resources.twins if g.resources is not None else []) if t.listening), None) \
@@ -140,20 +149,23 @@ def lock_poll_text(g, waiter, frame):
                 waiter.label, frame_text(frame)))
 
 
-def thread_died_text(g, waiter, dead):
+def thread_died_text(g, waiter, dead, orphan=None):
     name, error = dead
     return ("%s %s at %s for what thread '%s' was to do, and that thread died on %s (its traceback is in "
             "the job's output) and is no longer alive: nothing will end the wait" % (
                 waiter.label, "spins" if waiter.kind == "cpu" else "waits", frame_text(waiter.user_frame()) or "?",
-                name, error)) + _orphaned(g, waiter)
+                name, error)) + _orphaned(orphan)
 
 
-def _orphaned(g, waiter):
-    """What the walk found of the same wait: "; no thread is left to end the wait: ..." """
-    orphan = next((f for f in g.findings if f["kind"] == "orphaned-wait" and f.get("tid") == waiter.tid), None)
-    if orphan is None or ", and " not in orphan["summary"]:
+def _orphaned(orphan):
+    """What the walk found of the same wait (its orphaned-wait's facts): "; no thread is left to
+    end the wait: <who else waits, stuck>"."""
+    from .formatter import nobody_left
+    if orphan is None:
         return ""
-    return "; " + orphan["summary"].split(", and ", 1)[1].split(". Nothing will", 1)[0]
+    why = nobody_left(orphan["co_waiters"], orphan["stuck_too"], orphan["alone"], orphan["native"],
+                      orphan.get("timers", ()))
+    return "; no thread is left to end the wait: %s" % why if why else ""
 
 
 def flag_orphaned_text(g, waiter, code, frame, server, leftover):

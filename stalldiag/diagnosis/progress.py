@@ -14,11 +14,11 @@ goes nowhere without a handler.  Progress is judged from what the run does,
 not from what it prints.
 """
 import os
+from dataclasses import dataclass, field
+from typing import List
 
-from .explain import halted_phrase
 from .motion import (STUCK_SHARE, _by_fd, _in_one_function, _silent, _user_line, file_changes, frozen_stack,  # noqa: F401
                      in_one_function, runaway, spins, stuck)
-from .registry import BLOCKS_PROGRESS
 from .types import Process
 from .text import clip_items
 
@@ -37,30 +37,16 @@ def starved(view, duration):
     return stuck(view) or (view.cpu_seconds is not None and view.cpu_seconds < STARVED_CPU * (duration or 0))
 
 
-def blockers(d):
-    """Why the job cannot move, whatever CPU its threads burn: a stopped or frozen process it needs
-    (a rank, or one on the wait chain), a deadlock, a lock held at fork, a training loop starved of
-    the GIL or waiting on a file lock for the whole window."""
-    out, done = [], set()
-    for item in d.findings:
-        if item["kind"] in BLOCKS_PROGRESS and item.get("failing", True):   # (a retry that shows failures)
-            out.append("%s (it cannot resolve by itself)" % item["summary"])
-    focus = d.chain[0] if d.chain else None
-    duration = d.window.duration_s or 0
-    if focus is not None and starved(focus, duration) and len(d.chain) > 1:
-        if d.walk.out_of(focus) is not None and d.walk.out_of(focus).kind == "gil":
-            out.append("%s waited for the GIL for the whole window" % focus.label)
-        elif any(f["kind"] == "file-lock" for f in d.findings) and not d.chain[-1].state.progressing:
-            out.append("%s waited on a file lock for the whole window, and its holder is not working" % focus.label)
-    ranks = [pid for pid, role in d.roles.items() if str(role).startswith("rank ")]
-    for pid in ranks + [v.pid for v in d.chain]:
-        thread = d.main_thread(pid)
-        if pid in done or thread is None or not d.halted(thread):
-            continue
-        done.add(pid)
-        out.append("%s (pid %d) is %s: the job cannot progress until it runs again" % (
-            d.roles.get(pid) or "process", pid, halted_phrase(d, thread)))
-    return out
+@dataclass(frozen=True)
+class Progress:
+    """Whether the run is making progress: "making progress", "no progress seen" or "cannot tell",
+    the evidence, and that evidence as one line."""
+    state: str
+    evidence: List[str] = field(default_factory=list)
+    brief: str = ""
+
+    def as_dict(self):
+        return {"state": self.state, "evidence": list(self.evidence), "brief": self.brief}
 
 
 def interval_progress(io_bytes, output_bytes, gpu_util, cpu_s, stacks_moved):
@@ -272,7 +258,7 @@ def _at(entry):
 def silent_output(window, focus_proc, progress):
     """The facts of a silent-output finding (formatter.silent_output says it) when the run makes
     progress but its stdout/stderr received nothing, else None."""
-    if progress["state"] != "making progress" or focus_proc is None:
+    if progress.state != "making progress" or focus_proc is None:
         return None
     end_wall = (window.start or 0) + (window.duration_s or 0)
     stdio = stdio_changes(focus_proc, end_wall)

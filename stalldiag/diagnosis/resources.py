@@ -25,6 +25,7 @@ from ..knowledge import retries as retry_table
 from .text import clip
 from .explain import pct
 from .types import Finding
+from .registry.names import M
 
 GIB = float(1 << 30)
 NEIGHBOUR_CPU = 0.1     # a process outside the job using this share of a CPU is a neighbour
@@ -100,7 +101,7 @@ def cpu_limit(g, view):
         return None
     res, host_cpus, allowed = found
     others = {cpu: res.host.cpu_busy.get(cpu) for cpu in range(host_cpus) if cpu not in allowed}
-    return Finding.about("cpu-limit", view, waiter=view, allowed=allowed, host_cpus=host_cpus,
+    return Finding.about(M.CPU_LIMIT, view, waiter=view, allowed=allowed, host_cpus=host_cpus,
                          how=_cpu_limit_how(res, view.pid, allowed), others=others)
 
 
@@ -113,13 +114,13 @@ def cpu_contention(g, view):
     neighbours = [n for n in res.neighbours if n.cpu_share >= NEIGHBOUR_CPU
                   and set(n.affinity or range(host_cpus)) & set(allowed)]
     if sum(n.cpu_share for n in neighbours) >= NEIGHBOURS_CPU * len(allowed):
-        return Finding.about("cpu-neighbour", view, waiter=view, allowed=allowed, host_cpus=host_cpus,
+        return Finding.about(M.CPU_NEIGHBOUR, view, waiter=view, allowed=allowed, host_cpus=host_cpus,
                              neighbours=neighbours[:3])
     runnable = [v for v in g.views if v.pid in g.procs and not g.procs[v.pid].outside_tree
                 and v.state is not None and v.state.condition in ("throttled", "computing", "spinning")]
     if len(runnable) <= len(allowed):
         return None   # (who else ran there is not known: a neighbour too small to name, or unread)
-    return Finding.about("cpu-oversubscribed", view, waiter=view, allowed=allowed, host_cpus=host_cpus,
+    return Finding.about(M.CPU_OVERSUBSCRIBED, view, waiter=view, allowed=allowed, host_cpus=host_cpus,
                          threads=len(runnable))
 
 
@@ -135,14 +136,14 @@ def io(g, view):
     limits = res.limits_of(view.pid).cgroup
     if limits.io:
         device, rule = sorted(limits.io.items())[0]
-        return Finding.about("io-throttled", view, waiter=view, device=device, rule=rule,
+        return Finding.about(M.IO_THROTTLED, view, waiter=view, device=device, rule=rule,
                              disk=_disk_of(res, device), version=limits.version)
     job = set(job_pids(g))
     job_bps = sum((g.procs[pid].io.get("read_bytes", 0) + g.procs[pid].io.get("write_bytes", 0)) for pid in job) \
         / max(g.window.duration_s or 1, 1e-3)
     heavy = [n for n in res.neighbours if n.read_Bps + n.write_Bps >= max(DISK_NEIGHBOUR_BPS, job_bps)]
     if heavy:
-        return Finding.about("disk-neighbour", view, waiter=view, neighbours=heavy[:2], job_bps=job_bps)
+        return Finding.about(M.DISK_NEIGHBOUR, view, waiter=view, neighbours=heavy[:2], job_bps=job_bps)
     return None
 
 
@@ -159,7 +160,7 @@ def memory(g, view):
     mem = limits.memory
     if not mem.limit or not mem.usage or mem.usage < MEMORY_FULL * mem.limit:
         return None
-    return Finding.about("memory-limit", view, waiter=view, limit=mem.limit, usage=mem.usage,
+    return Finding.about(M.MEMORY_LIMIT, view, waiter=view, limit=mem.limit, usage=mem.usage,
                          cache=mem.file, where=mem.limit_path or limits.path,
                          host_available=res.host.memory.get("available"))
 
@@ -206,7 +207,7 @@ def gpu_memory(g, view):
         if not total or held < HOLDER_SHARE * total or not (lines or full):
             continue
         holder = max(outsiders, key=lambda r: r[1])
-        return Finding.about("gpu-memory-held", view, waiter=view, index=index, total=total, holder=holder,
+        return Finding.about(M.GPU_MEMORY_HELD, view, waiter=view, index=index, total=total, holder=holder,
                              holder_info=_others(g).get(holder[0]), held=held, lines=lines[-1:])
     return None
 
@@ -216,7 +217,7 @@ def gpu_neighbour(g, view):
     for index in _job_gpus(g):
         busy = [r for r in _outsiders_on(g, index) if (r[2] or 0) >= GPU_NEIGHBOUR_SM]
         if busy:
-            return Finding.about("gpu-neighbour", view, index=index, neighbours=busy[:2],
+            return Finding.about(M.GPU_NEIGHBOUR, view, index=index, neighbours=busy[:2],
                                  infos={r[0]: _others(g).get(r[0]) for r in busy[:2]})
     return None
 
@@ -235,7 +236,7 @@ def pcie(g, view):
         return None
     pinned = any("pin_memory" in (frame[0] or "") for v in g.views for frames, _n in v.stacks_by_count()[:3]
                  for frame in frames)
-    return Finding.about("pcie-bound", view, waiter=view, pinned=pinned,
+    return Finding.about(M.PCIE_BOUND, view, waiter=view, pinned=pinned,
                          rx_Bps=g.gpu.pcie_rx_Bps(g.devices_of(view.pid)), line=line.strip())
 
 
@@ -255,7 +256,7 @@ def fd_limit(g, view):
             full.append((pid, files.open, files.limit))
     if not full:
         return None
-    return Finding.about("fd-limit", view, full=full)
+    return Finding.about(M.FD_LIMIT, view, full=full)
 
 
 PIDS_FULL = 0.95   # share of pids.max in use: the next fork() or thread fails (EAGAIN)
@@ -269,7 +270,7 @@ def pids_limit(g, view):
     for pid, limits in sorted(res.processes.items()):
         pids = limits.cgroup.pids
         if pids is not None and pids.limit and pids.current is not None and pids.current >= PIDS_FULL * pids.limit:
-            return Finding.about("pids-limit", view, limit=pids.limit, current=pids.current, where=pids.limit_path,
+            return Finding.about(M.PIDS_LIMIT, view, limit=pids.limit, current=pids.current, where=pids.limit_path,
                                  members=pids.members)
     return None
 

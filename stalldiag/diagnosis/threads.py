@@ -98,6 +98,15 @@ class ThreadView:
         self.share = self.context_share.get(self.kind, self.kernel_share)
         self.scheduled_share = None  # set when the scheduler's accounting overrules the samples
 
+    def freeze(self):
+        """The view is built: what it is (its kind, share and state) no longer changes."""
+        object.__setattr__(self, "_frozen", True)
+
+    def __setattr__(self, name, value):
+        if getattr(self, "_frozen", False):
+            raise AttributeError("a ThreadView is not changed once the graph is built (%s)" % name)
+        object.__setattr__(self, name, value)
+
     def _combined_kind(self):
         kernel = self.kernel_kind
         for kind, threshold, kernels in CONTEXT_RULES:

@@ -479,19 +479,25 @@ def waits(capture):
     return locks, file_waits, joins, gil, wakers
 
 
-@dataclass
+@dataclass(frozen=True)
 class Finding:
-    kind: str
+    """What a detector found: a mechanism (registry.M), the thread or process it is about, and the
+    facts its row's sentence is written from.  `unknown` says what the finding could not see (the
+    thread that should end a wait, a value that could not be read): a verdict resting on it is
+    never said above medium.  Its sentence and its report kind are written only with the report."""
+    kind: Any
     pid: Optional[int] = None
     tid: Optional[int] = None
     facts: Dict[str, Any] = field(default_factory=dict)
+    unknown: Optional[str] = None
 
     @classmethod
-    def about(cls, kind, view=None, pid=None, **facts):
-        return cls(kind, view.pid if view is not None else pid, view.tid if view is not None else None, facts)
+    def about(cls, kind, view=None, pid=None, unknown=None, **facts):
+        return cls(kind, view.pid if view is not None else pid, view.tid if view is not None else None, facts,
+                   unknown)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Edge:
     waiter: Any                   # ThreadView
     waker: Any                    # ThreadView, or None: the wait ends here
@@ -501,6 +507,8 @@ class Edge:
     guess: bool = False           # a likely waker, not a known one: never closes a cycle
     process: bool = False         # the wait is on a process (pipe, socket, child, file lock):
                                   # any stuck thread of it on the walk closes a cycle
+    stops: bool = False           # the waker holds what is waited on and does not use it: it is
+                                  # the root, whatever it waits on itself
 
     @property
     def terminal(self):

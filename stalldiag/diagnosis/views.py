@@ -70,3 +70,9 @@ def library_only(view):
     """A thread whose every frame is library code (a pool's helper thread)."""
     from ..knowledge.frames import is_library_file
     return bool(view.top_stack) and all(is_library_file(f[1]) for f in view.top_stack)
+
+
+def is_lock_file(wait):
+    """A file a sleep loop polls is a lock file: a locking library's loop, or a lock's name."""
+    path = (wait.path or "").lower()
+    return wait.library not in (None, "user code") or path.endswith(frame_table.LOCK_FILE_SUFFIXES)

@@ -13,22 +13,38 @@ from typing import Any, List, Optional
 from . import edges as edge_finders
 from .motion import stuck
 from .types import Edge, Finding
+from .registry.names import M
 
 MAX_CHAIN = 8
 
 
-@dataclass
+@dataclass(frozen=True)
 class Walk:
     chain: List[Any]                       # ThreadViews, focus first
     into: List[Optional[Edge]]             # the edge that led to each step (None for the focus)
     end: Optional[Edge] = None             # the terminal edge or the edge that closed a cycle
     cycle: List[Any] = field(default_factory=list)
     findings: List[Finding] = field(default_factory=list)
+    root: Any = None                       # the culprit: the chain's end, or the reader of a
+                                           # pipe a step writes and it does not drain
 
     def out_of(self, view):
         """The edge the walk took from view (to the next step, or the one that ended it)."""
         index = self.chain.index(view)
         return self.into[index + 1] if index + 1 < len(self.chain) else self.end
+
+    def tool_of(self, view):
+        """The compiler the chain's end drives (a compiling thread stays the end of the walk)."""
+        end = self.end
+        if end is None or end.kind != "compiler" or self.chain[-1] is not view:
+            return None
+        return end.facts.get("tool")
+
+    @property
+    def workers(self):
+        """The DataLoader workers the walk went to, or []."""
+        edge = next((e for e in self.into if e is not None and e.kind == "workers"), None)
+        return edge.facts["workers"] if edge else []
 
 
 def walk(g, focus):
@@ -62,15 +78,45 @@ def walk(g, focus):
         said.extend(step.findings)
         chain.append(step.waker)
         into.append(step)
-    return Walk(chain, into, end, cycle, _once(said))
+        if step.stops:
+            break   # the waker is the cause whatever it waits on itself (it holds what is waited on)
+    found = Walk(chain, into, end, cycle, _once(said), root=chain[-1])
+    pipe = undrained_pipe(g, found)
+    if pipe is None:
+        return found
+    writer, fd, reader = pipe
+    said = found.findings + [Finding.about(M.UNDRAINED_PIPE, reader, writer=writer, fd=fd, reader=reader,
+                                           tool=found.tool_of(reader))]
+    return Walk(chain, into, end, cycle, said, root=reader)
+
+
+def undrained_pipe(g, walk):
+    """(writer view, its fd, reader view) when a step of the walk is blocked writing a pipe whose
+    reader, the next step, holds it and does not drain it (it sleeps, is stopped, or waits on
+    something else: the writer itself, when the reader joins it)."""
+    for edge in walk.into[1:] + [walk.end]:
+        if edge is None or edge.kind != "peer" or edge.facts.get("via") != "pipe" or edge.waker is None:
+            continue
+        writer, reader = edge.waiter, edge.waker
+        if not _writes_pipe(writer) or reader.kind in ("cpu", "compile", "io") or _writes_pipe(reader):
+            continue   # (a reader blocked writing a pipe of its own is the other half of a deadlock)
+        detail = writer.top_detail() or {}
+        fd = detail.get("fd") if isinstance(detail, dict) else None
+        if fd and fd.get("target") in g.procs[reader.pid].endpoints:
+            return writer, fd, reader
+    return None
+
+
+def _writes_pipe(view):
+    return view.kind == "pipe" and any(label.startswith("write") for label in view.activity)
 
 
 def _cycle_kind(ring):
     """A cycle of TCP connections whose ends both wait to receive is a stalled conversation (a
     lost request or reply), not a lock; every other cycle is a deadlock."""
     if all(e.kind == "peer" and e.facts.get("via") == "tcp" for e in ring):
-        return "connection-stall"
-    return "deadlock"
+        return M.CONNECTION_STALL
+    return M.DEADLOCK
 
 
 def _back_onto(chain, edge):
@@ -90,14 +136,8 @@ def _once(findings):
     other) stands once."""
     out, seen = [], set()
     for item in findings:
-        key = item.kind if item.kind == "likely-deadlock" else id(item)
+        key = item.kind if item.kind == M.LIKELY_DEADLOCK else id(item)
         if key not in seen:
             seen.add(key)
             out.append(item)
     return out
-
-
-def workers_of(d):
-    """The DataLoader workers the walk went to, or []."""
-    edge = next((e for e in (d.walk.into if d.walk else []) if e is not None and e.kind == "workers"), None)
-    return edge.facts["workers"] if edge else []

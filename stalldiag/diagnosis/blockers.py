@@ -1,0 +1,40 @@
+"""What keeps a run from moving whatever its threads do, and the progress of a scene: the
+progress model (progress.py) given the blockers the findings and the chain show."""
+from .explain import halted_phrase
+from .progress import Progress, assess, starved
+from .registry import table
+from .registry.names import M
+
+
+def progress_of(scene, findings):
+    """The progress of the run a scene shows, with what blocks it."""
+    g = scene.g
+    found = assess(g.window, g.proc_list, g.views, g.gpus, blockers(scene, findings))
+    return Progress(found["state"], found["evidence"], found["brief"])
+
+
+def blockers(scene, findings):
+    """Why the job cannot move, whatever CPU its threads burn: a stopped or frozen process it needs
+    (a rank, or one on the wait chain), a deadlock, a lock held at fork, a training loop starved of
+    the GIL or waiting on a file lock for the whole window."""
+    g, walk, chain = scene.g, scene.walk, scene.chain
+    out, done = [], set()
+    for item in findings:
+        if item.kind in table.BLOCKS_PROGRESS and item.facts.get("failing", True):   # (a retry that shows failures)
+            out.append("%s (it cannot resolve by itself)" % table.sentence(g, item))
+    focus = chain[0]
+    duration = g.window.duration_s or 0
+    if starved(focus, duration) and len(chain) > 1:
+        if walk.out_of(focus) is not None and walk.out_of(focus).kind == "gil":
+            out.append("%s waited for the GIL for the whole window" % focus.label)
+        elif any(f.kind == M.FILE_LOCK for f in findings) and not chain[-1].state.progressing:
+            out.append("%s waited on a file lock for the whole window, and its holder is not working" % focus.label)
+    ranks = [pid for pid, role in g.roles.items() if str(role).startswith("rank ")]
+    for pid in ranks + [v.pid for v in chain]:
+        thread = g.main_thread(pid)
+        if pid in done or thread is None or not g.halted(thread):
+            continue
+        done.add(pid)
+        out.append("%s (pid %d) is %s: the job cannot progress until it runs again" % (
+            g.roles.get(pid) or "process", pid, halted_phrase(g, thread)))
+    return out

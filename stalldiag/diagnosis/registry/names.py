@@ -1,0 +1,90 @@
+"""The name of every mechanism, written once.  A mechanism's name is what the report calls a
+finding of it (`findings[].kind`) and what `verdict.mechanism` says decided a verdict."""
+from enum import Enum
+
+
+class M(str, Enum):
+    """A mechanism's name.  A str: it compares equal to its name and serialises as it."""
+
+    def __str__(self):
+        return self.value
+
+    def __format__(self, spec):
+        return format(self.value, spec)
+
+    # -- mechanisms that decide a verdict, and the forms that lead its summary -----------------
+    UNDRAINED_PIPE = "undrained-pipe"
+    UNFED_PIPE = "unfed-pipe"
+    DEADLOCK = "deadlock"
+    EVENT_LOOP_BLOCKED = "event-loop-blocked"
+    STALE_LOCK_FILE = "stale-lock-file"
+    LOCK_FILE = "lock-file"
+    FILE_NEVER_WRITTEN = "file-never-written"
+    FILE_WAIT = "file-polled"
+    TERMINAL_INPUT = "terminal-input"
+    PROMPT = "unanswered-prompt"
+    HALTED = "culprit-halted"
+    CONNECTION_STALL = "connection-stall"
+    LOCK_HELD_AT_FORK = "lock-held-at-fork"
+    LOST_TASK = "lost-task"
+    LOST_BATCH = "lost-batch"
+    WAKER_EXITED = "waker-exited"
+    BARRIER_INCOMPLETE = "barrier-incomplete"
+    POOL_EMPTY = "pool-empty"
+    GPU_MEMORY_HELD = "gpu-memory-held"
+    FILE_LOCK = "file-lock"
+    THREAD_DIED = "thread-died"
+    CHILD_EXITED = "child-exited"
+    LOCK_POLL = "lock-poll"
+    FLAG_ORPHANED_NETWORK = "flag-orphaned-network"
+    FLAG_ORPHANED = "flag-orphaned"
+    ORPHANED_WAIT = "orphaned-wait"
+    POOL_DEADLOCK = "pool-deadlock"
+    MISSED_TASK_DONE = "missed-task-done"
+    COLLECTIVE_MISMATCH = "collective-mismatch"
+    RETRY_LOOP = "retry-loop"
+    EVENT_LOOP_WAKEUP = "event-loop-wakeup"
+    EVENT_LOOP_IDLE = "event-loop-idle"
+    LIKELY_DEADLOCK = "likely-deadlock"
+    GIL_HELD = "gil-held"
+    STRAGGLER = "straggler"
+    KERNEL_STATE = "kernel-state"
+
+    # -- qualifiers: what the GPUs did, limits, neighbours ---------------------------------------
+    HUNG_KERNEL = "hung-kernel"
+    GPU_BOUND = "gpu-bound"
+    GPU_BUSY_FLAG = "gpu-busy-flag"
+    COLLECTIVE_ON_GPU = "collective-on-gpu"
+    LAUNCH_BOUND = "launch-bound"
+    GPU_STARVED = "gpu-starved"
+    FD_LIMIT = "fd-limit"
+    PIDS_LIMIT = "pids-limit"
+    CPU_LIMIT = "cpu-limit"
+    CPU_NEIGHBOUR = "cpu-neighbour"
+    CPU_OVERSUBSCRIBED = "cpu-oversubscribed"
+    IO_THROTTLED = "io-throttled"
+    MEMORY_LIMIT = "memory-limit"
+    DISK_NEIGHBOUR = "disk-neighbour"
+    GPU_NEIGHBOUR = "gpu-neighbour"
+    PCIE_BOUND = "pcie-bound"
+
+    # -- context: evidence around a verdict --------------------------------------------------------
+    LOCK_HOLDER = "lock-holder"
+    PEER_NOT_SERVING = "peer-not-serving"
+    COMPILER_BUSY = "compiler-busy"
+    WAKER_UNSEEN = "waker-unseen"
+    MOUNT = "mount"
+    DATALOADER_STARVED = "dataloader-starved"
+    COMPILE_TIME = "compile-time"
+    MISSING_RANKS = "missing-ranks"
+    UNNUMBERED_RANKS = "unnumbered-ranks"
+    XID = "xid"
+    ECC = "ecc"
+    GPU_THROTTLED = "gpu-throttled"
+    SILENT_OUTPUT = "silent-output"
+    SKIPPED_CHILDREN = "skipped-children"
+    PROCESS_EXITED = "process-exited"
+    NO_PYTHON_STACKS = "no-python-stacks"
+    COMPILE_WORKERS = "compile-workers"
+    COMPILER_PROCESSES = "compiler-processes"
+    D_STATE = "d-state"

@@ -1,0 +1,280 @@
+"""The forms a chain's end gives the verdict's summary by itself, as registry rows: each a detector
+of the scene, the sentence of what it found, and, where the summary reads it otherwise than
+"<the category's words>: <its sentence>", a headline.
+
+  undrained-pipe / unfed-pipe   a pipe its reader does not drain / its writer holds and never writes
+  event-loop-blocked            an event loop held in one step
+  stale-lock-file, lock-file,   a sleep loop polling a file: a lock file nobody holds, one held,
+  file-never-written, file-wait a marker file nothing will write, one another process has open
+  terminal-input, prompt        a read of a terminal or a prompt nobody answers
+  halted                        the culprit is stopped, traced or frozen
+  gil-held                      the focus waits for the GIL its culprit holds
+  straggler                     ranks wait on a rank whose GPU still computes
+  kernel-state                  the culprit spins, is kept from a CPU, or waits uninterruptibly
+
+Headlines take (scene, finding, head, said): head is the category's words with the first link of
+another category ("Blocked on storage I/O, through a lock"), said the finding's sentence.
+"""
+from .explain import detail_text, doing, frame_text, halted_phrase, process_text
+from .registry.names import M
+from .types import Finding
+from .views import is_lock_file
+
+
+def whole(scene, finding, head, said):
+    """The sentence is the whole summary."""
+    return said
+
+
+def capitalized(scene, finding, head, said):
+    text = said
+    return text[0].upper() + text[1:]
+
+
+def proc_text(g, pid):
+    proc = g.procs.get(pid)
+    if proc is None:
+        return "pid %d" % pid
+    text = process_text(proc)
+    if proc.outside_tree:
+        text += ", outside the inspected tree"
+    return text
+
+
+def _role(g, view):
+    return g.roles.get(view.pid) or "process"
+
+
+def _pid_text(view):
+    return "(pid %d)" % view.pid
+
+
+def _waits_on_it(view, focus):
+    return "" if focus is None or view is focus else " (%s waits on it)" % focus.label
+
+
+# --- pipes --------------------------------------------------------------------------------------
+
+def undrained_pipe(g, writer, fd, reader, tool=None):
+    where = {1: "its stdout, a pipe", 2: "its stderr, a pipe"}.get(fd.get("fd"), "a pipe (%s)" % fd.get("target"))
+    return ("Blocked writing output: %s waits to write to %s, and the process reading that pipe is not draining it: "
+            "%s is %s" % (writer.label, where, proc_text(g, reader.pid),
+                          halted_phrase(g, reader) if g.halted(reader) else doing(reader, tool)))
+
+
+def unfed_pipe(g, reader, target, holder, holder_thread, wrote):
+    return ("%s reads %s, whose writing end %s holds%s and did not write to in the window (%s written by that "
+            "process): nothing else holds it, so only that process can end the read, whatever its own threads "
+            "do (%s)" % (reader.label, target, proc_text(g, holder),
+                         "" if holder_thread is None else " (its thread %d '%s')" % (holder_thread.tid, holder_thread.name),
+                         "no byte" if not wrote else "%d bytes, elsewhere" % wrote,
+                         doing(holder_thread) if holder_thread is not None else "not sampled"))
+
+
+# --- an event loop ------------------------------------------------------------------------------
+
+def event_loop_blocked(scene, finding, head, said):
+    return "Event loop blocked: %s" % said
+
+
+# --- a sleep loop polling a file ----------------------------------------------------------------
+
+def file_wait(scene):
+    """The file a sleep loop at the chain's end polls (probes/file_waits.py), by what it is."""
+    g, view = scene.g, scene.root
+    wait = g.file_waits.get((view.pid, view.tid))
+    if not wait or view.kind not in ("sleep", "poll", "other"):
+        return None
+    others = wait.others(view.pid)
+    unknown = None if wait.path else "the path it polls (the loop's locals could not be read)"
+    facts = dict(waiter=view, wait=wait, others=others)
+    if is_lock_file(wait):
+        kind = M.STALE_LOCK_FILE if wait.exists and not others else M.LOCK_FILE
+    else:
+        kind = M.FILE_WAIT if others else M.FILE_NEVER_WRITTEN
+    return Finding.about(kind, view, unknown=unknown, **facts)
+
+
+def _path(wait):
+    return wait.path or "a file whose path could not be read"
+
+
+def stale_lock_file(g, waiter, wait, others):
+    age = " (%.0f s old)" % wait.age_s if wait.age_s is not None else ""
+    return ("Blocked on a stale lock file: %s polls %s until %s can take it; the file exists%s, and no live process "
+            "holds a lock on it or has it open: an earlier run that died left it, and nothing will remove it" % (
+                waiter.label, _path(wait), wait.library or "its code", age))
+
+
+def lock_file(g, waiter, wait, others):
+    return "Blocked on a lock file: %s polls %s (%s), held or open by pid %s" % (
+        waiter.label, _path(wait), wait.library or "its code", ", ".join(map(str, others)) or "nobody")
+
+
+def file_never_written(g, waiter, wait, others):
+    return ("Waiting for a file that nothing will write: %s polls for %s in a sleep loop (%s); it %s, and no live "
+            "process has it open or locked" % (waiter.label, _path(wait), wait.library or "its code",
+                                               "exists" if wait.exists else "does not exist"))
+
+
+def file_wait_text(g, waiter, wait, others):
+    return "Waiting for a file: %s polls %s (%s); it %s; pid %s has it open" % (
+        waiter.label, _path(wait), wait.library or "its code", "exists" if wait.exists else "does not exist",
+        ", ".join(map(str, others)))
+
+
+# --- a person at a terminal ---------------------------------------------------------------------
+
+def terminal_input(scene):
+    root = scene.root
+    if root.kind != "tty":
+        return None
+    return Finding.about(M.TERMINAL_INPUT, root, reader=root, focus=scene.focus)
+
+
+def terminal_input_text(g, reader, focus):
+    from .retry import last_lines
+    text = "%s reads its terminal (%s), waiting for someone to type: an interactive prompt nobody answers" % (
+        reader.label, detail_text(reader.top_detail()) or "a tty")
+    lines = last_lines(g, reader.pid)
+    if lines:
+        text += "; it last wrote: %s" % lines[-1]
+    return text + _waits_on_it(reader, focus)
+
+
+def _through(head):
+    return head.partition(", through ")[2]
+
+
+def terminal_headline(scene, finding, head, said):
+    through = _through(head)
+    return "Blocked on terminal input%s: %s" % (", through %s" % through if through else "", said)
+
+
+def prompt(scene):
+    root = scene.root
+    if root.kind != "prompt":
+        return None
+    detail = root.top_detail() or {}
+    tty = ((detail.get("fd") if isinstance(detail, dict) else None) or {}).get("kind") == "tty"
+    return Finding.about(M.PROMPT, root, reader=root, focus=scene.focus, tty=tty)
+
+
+def prompt_text(g, reader, focus, tty):
+    """"thread ... waits for someone to answer a prompt (pdb) at x.py:27, reading stdin (a pipe
+    whose other end pid N holds and never writes); it last wrote: <the prompt>"."""
+    from ..knowledge.frames import framework_context
+    from .retry import last_lines
+    what = next((row.framework for _d, row in framework_context(reader.top_stack or []) if row.kind == "prompt"),
+                None)
+    detail = reader.top_detail() or {}
+    fd = detail.get("fd") if isinstance(detail, dict) else None
+    stdin = (fd or {}).get("target") or "stdin"
+    writers = [pid for pid in g.holders.get(stdin, ()) if pid != reader.pid]
+    if tty:
+        source = "its terminal (%s)" % stdin
+    elif writers:
+        source = "stdin, %s, whose other end %s hold%s and never write%s" % (
+            stdin, ", ".join(proc_text(g, pid) for pid in writers[:2]), "s" if len(writers) == 1 else "",
+            "s" if len(writers) == 1 else "")
+    else:
+        source = "stdin, %s, that nothing writes to" % stdin
+    text = "%s waits for someone to answer a prompt%s at %s, reading %s" % (
+        reader.label, " (%s)" % what if what else "", frame_text(reader.user_frame()) or "?", source)
+    lines = last_lines(g, reader.pid)
+    if lines:
+        text += "; it last wrote: %s" % lines[-1].strip()[:160]
+    return text + _waits_on_it(reader, focus)
+
+
+def prompt_headline(scene, finding, head, said):
+    through = _through(head)
+    return "%s%s: %s" % ("Blocked on terminal input" if finding.facts["tty"] else "Waiting for a person",
+                         ", through %s" % through if through else "", said)
+
+
+# --- the culprit's kernel state -------------------------------------------------------------------
+
+def halted(scene):
+    g, root = scene.g, scene.root
+    if not g.halted(root):
+        return None
+    return Finding.about(M.HALTED, root, culprit=root, focus=scene.focus)
+
+
+def halted_text(g, culprit, focus):
+    if culprit is not focus:
+        return "%s %s is %s; %s %s %s" % (_role(g, culprit), _pid_text(culprit), halted_phrase(g, culprit),
+                                          _role(g, focus), _pid_text(focus), _focus_wait(focus))
+    return "%s is %s" % (culprit.label, halted_phrase(g, culprit))
+
+
+def _focus_wait(focus):
+    """"spin-waits in a CUDA call at `x.to(device)` ... behind a collective that needs it"."""
+    state = focus.state
+    if state is not None and state.condition == "spinning":
+        return "%s, behind a collective that needs it" % state.phrase
+    where = first_framework_frame(focus)
+    if where:
+        return "waits in %s for it" % where
+    if focus.kind == "cuda":
+        return "waits for its GPU at %s, whose kernels wait for it" % (frame_text(focus.user_frame()) or "a GPU sync")
+    return "waits for it (%s)" % doing(focus)
+
+
+def first_framework_frame(view):
+    from ..knowledge.frames import framework_context
+    for frames, _n in view.stacks_by_count()[:1]:
+        for depth, row in framework_context(frames):
+            return "%s (%s)" % (frames[depth][0], row.framework)
+    return None
+
+
+def gil_held(scene):
+    out = scene.walk.out_of(scene.focus)
+    if out is None or out.kind != "gil":
+        return None
+    return Finding.about(M.GIL_HELD, scene.root, waiter=scene.focus, holder=scene.root,
+                         tool=scene.walk.tool_of(scene.root))
+
+
+def gil_held_text(g, waiter, holder, tool):
+    state = holder.state
+    return "%s waits for the GIL, which %s holds: %s at %s without releasing it" % (
+        waiter.label, holder.label, state.phrase if state else doing(holder, tool),
+        frame_text(holder.user_frame()) or "native code")
+
+
+def straggler(scene, finding, head, said):
+    g, focus = scene.g, scene.focus
+    culprit = scene.root
+    gpu = finding.facts["gpu"]
+    return "%s: %s %s waits at %s for %s %s, a straggler whose GPU %d is still computing (SM %.0f%%, tensor %.0f%%)" % (
+        head, _role(g, focus), _pid_text(focus), frame_text(focus.user_frame()) or "a collective", _role(g, culprit),
+        _pid_text(culprit), gpu.index, gpu.sm, gpu.tensor or 0)
+
+
+KERNEL_CONDITIONS = ("throttled", "spinning", "uninterruptible")
+
+
+def kernel_state(scene):
+    state = scene.root.state
+    if state is None or not (state.condition in KERNEL_CONDITIONS or
+                             state.condition == "storage" and "page faults" in state.phrase):
+        return None
+    return Finding.about(M.KERNEL_STATE, scene.root, thread=scene.root, focus=scene.focus)
+
+
+def kernel_state_text(g, thread, focus):
+    state = thread.state
+    text = "%s is %s" % (thread.label, state.phrase)
+    frame = frame_text(thread.user_frame())
+    if frame and state.condition != "spinning":
+        text += "; at %s" % frame
+    return text + _waits_on_it(thread, focus)
+
+
+# --- a file lock's holder -------------------------------------------------------------------------
+
+def file_lock(scene, finding, head, said):
+    return "%s: %s; that process is %s" % (head, said, doing(scene.root, scene.walk.tool_of(scene.root)))
