@@ -39,8 +39,12 @@ def torchrun(script):
             "--master_port=%d" % free_port(), script]
 
 
-# name -> (argv, settle seconds, inspect duration)
+# name -> (argv, settle seconds, inspect duration[, "child": inspect the workload's first child])
 CASES = {
+    # issue 32: a job reading a pipe only a supervisor outside it can write (it sits in accept())
+    "pipe_fed_by_idle_server": (py("pipe_fed_by_idle_server.py"), 1.0, 2, "child"),
+    # issue 32: a leaked lock beside torch's idle OpenMP threads (no "likely deadlock" of them)
+    "leaked_lock_beside_openmp_threads": (py("leaked_lock_beside_openmp_threads.py"), 1.0, 2),
     # issue 25: a rank at a prompt nobody answers (its launcher holds its stdin pipe)
     "prompt_pdb": (py("prompt_under_launcher.py", "pdb"), 1.5, 2),
     "prompt_getpass": (py("prompt_under_launcher.py", "getpass"), 1.5, 2),
@@ -109,7 +113,7 @@ def wait_ready(popen, timeout=120):
     return False
 
 
-def record(name, argv, settle, duration, env=None):
+def record(name, argv, settle, duration, target=None, env=None):
     popen = subprocess.Popen(argv, cwd=WORKLOADS, stdout=subprocess.PIPE, text=True,
                              start_new_session=True, env=env)
     try:
@@ -118,7 +122,8 @@ def record(name, argv, settle, duration, env=None):
             return
         time.sleep(settle)
         out = os.path.join(CAPTURES, name + ".json")
-        proc = subprocess.run([sys.executable, "-m", "stalldiag", "inspect", str(popen.pid), "--children",
+        pid = descendants(popen.pid)[0] if target == "child" else popen.pid
+        proc = subprocess.run([sys.executable, "-m", "stalldiag", "inspect", str(pid), "--children",
                                "--duration", str(duration), "-o", out], capture_output=True, text=True, cwd=ROOT)
         os.chmod(out, 0o644)
         print("%s: %s" % (name, proc.stdout.splitlines()[0] if proc.stdout else proc.stderr.strip()))

@@ -233,7 +233,9 @@ def lock_waiters_of(g, view):
     if not stuck(view):
         return []
     shared = shared_futex(view)
-    candidates = [o for o in g.views if o is not view and o.kind == "lock" and stuck(o) and (
+    # (a native thread parked on a futex, an OpenMP or BLAS worker, waits for work, not for a
+    # lock another thread holds: without a Python frame nothing says it is a lock at all)
+    candidates = [o for o in g.views if o is not view and o.kind == "lock" and stuck(o) and o.top_stack and (
         o.pid == view.pid or (shared and shared_futex(o)) or g.related(view.pid, o.pid) and shared_futex(o))]
     same = [v for v in g.by_pid.get(view.pid, []) if v.kind == "cpu" and v.share > 0.5
             or v.state is not None and v.state.progressing]

@@ -63,12 +63,17 @@ def undrained_pipe(g, writer, fd, reader, tool=None):
 
 
 def unfed_pipe(g, reader, target, holder, holder_thread, wrote):
-    return ("%s reads %s, whose writing end %s holds%s and did not write to in the window (%s written by that "
-            "process): nothing else holds it, so only that process can end the read, whatever its own threads "
-            "do (%s)" % (reader.label, target, proc_text(g, holder),
-                         "" if holder_thread is None else " (its thread %d '%s')" % (holder_thread.tid, holder_thread.name),
-                         "no byte" if not wrote else "%d bytes, elsewhere" % wrote,
-                         doing(holder_thread) if holder_thread is not None else "not sampled"))
+    detail = reader.top_detail() or {}
+    fd = (detail.get("fd") if isinstance(detail, dict) else None) or {}
+    what = {0: "its stdin, %s" % target}.get(fd.get("fd"), target)
+    return ("%s reads %s, whose writing end only %s holds; it wrote %s in the window, so only it can end the "
+            "read, whatever its own threads do (%s)" % (
+                reader.label, what, proc_text(g, holder), "nothing" if not wrote else "%d bytes, none of them here" % wrote,
+                "it is %s" % doing(holder_thread) if holder_thread is not None else "not sampled"))
+
+
+def unfed_pipe_headline(scene, finding, head, said):
+    return "Blocked reading input: %s" % said
 
 
 # --- an event loop ------------------------------------------------------------------------------

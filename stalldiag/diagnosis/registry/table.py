@@ -96,7 +96,7 @@ _DECIDING = (
     # the input a step of the chain reads comes through a pipe whose writing end a process holds
     # and never writes: that process is the cause, whatever its own threads do
     _decides(M.UNFED_PIPE, found.from_walk(M.UNFED_PIPE), summaries.unfed_pipe, category="io",
-             rests_on="closed", blocks_progress=True, leads_summary=True),
+             rests_on="closed", blocks_progress=True, leads_summary=True, headline=summaries.unfed_pipe_headline),
     # the forms the chain's end gives the summary by itself (category and confidence: the chain's)
     _summary(M.EVENT_LOOP_BLOCKED, found.on_root(found.event_loop_blocked), say.event_loop_blocked,
              headline=summaries.event_loop_blocked),
