@@ -185,6 +185,7 @@ def user_frame_of(frames):
     time ("<string>": a namedtuple's __new__, a lambda made by exec) runs for whoever called it,
     the library's selectors.py as often as the user: a file's frame is preferred, and "<string>"
     only stands where nothing else is the user's (`python -c`)."""
+    frames = frame_table.own_frames(frames) or frames   # (a forked worker's parent frames are not its code)
     own = [f for f in frames if not frame_table.is_library_file(f[1])]
     return next((f for f in own if not (f[1] or "").startswith("<")), own[0] if own else (frames or [None])[0])
 

@@ -10,6 +10,7 @@ from typing import List
 from .category import CATEGORIES, SUMMARY  # noqa: F401
 from .evidence import lines as evidence_lines
 from .explain import detail_text, doing, frame_text, pct, process_text
+from .hot import hot_code, hot_text
 from .motion import runaway
 from .registry import table
 from .summaries import first_framework_frame
@@ -53,16 +54,20 @@ def generic(scene, decision):
     frame = culprit.user_frame()
     if frame:
         where = " at %s (%s:%s)" % (frame[0], frame[1].rsplit("/", 1)[-1], frame[2])
+    spins = category == "cpu" and culprit.kind == "cpu" and runaway(culprit, g.procs.get(culprit.pid))
+    hot = hot_code(culprit) if category == "cpu" and culprit.kind in ("cpu", "cpu-starved") and not spins else None
     activity, share = culprit.main_activity()
     if not activity.startswith(("on CPU", "D:")):
         activity = "in " + activity
     text = "%s: %s %s%s of the window%s" % (
-        head, culprit.label, activity, "" if not culprit.n_samples else " %s" % pct(share), where)
+        head, culprit.label, activity, "" if not culprit.n_samples else " %s" % pct(share), "" if hot else where)
     if what:
         text += "; %s on %s" % ("between runs, waits" if culprit.kind == "cpu" else "waiting", what)
-    if category == "cpu" and culprit.kind == "cpu" and runaway(culprit, g.procs.get(culprit.pid)):
+    if spins:
         text += ("; it spins: every stack sample at that one line, no syscall, no output (a busy-wait on a "
                  "condition nothing changes, or a runaway call)")
+    elif hot is not None:
+        text += "; " + hot_text(hot)
     tool = scene.walk.tool_of(culprit)
     if category == "cuda" and culprit.kind == "cuda":
         running = culprit.activity.get("running", 0) / culprit.n_samples if culprit.n_samples else 0

@@ -443,6 +443,24 @@ def is_library_file(filename):
     return "/lib/python" in f or "site-packages" in f or "dist-packages" in f
 
 
+_SITE_PACKAGE = re.compile(r"/(?:site|dist)-packages/([^/]+)")
+_STDLIB = re.compile(r"/lib/python\d\.\d+/(?!(?:site|dist)-packages/)")
+
+
+def is_stdlib_file(filename):
+    """A frame of the standard library (not of a package installed beside it)."""
+    return bool(_STDLIB.search(filename or ""))
+
+
+def package_of(filename):
+    """The installed package a file belongs to ("torch", "transformers"), or None."""
+    match = _SITE_PACKAGE.search(filename or "")
+    if not match:
+        return None
+    name = match.group(1)
+    return name[:-3] if name.endswith(".py") else name
+
+
 def framework_context(frames):
     """Framework rows matching anywhere in a stack, innermost first, one per kind."""
     found = {}
