@@ -255,3 +255,28 @@ def test_the_summary_names_the_gpu_first_and_two_limits_at_most():
              Finding.about(M.FD_LIMIT, pid=1, full=[]), Finding.about(M.LAUNCH_BOUND, pid=1, host=scene.root, gpu=Gpu())]
     clauses = table.qualifiers_of(scene.g, found, "cpu")
     assert clauses[0] == "launch-bound: GPU 0 SM 3.0%" and len(clauses) == 3
+
+
+def test_a_thread_a_blocking_verdict_says_waits_moved_when_it_moved_data_or_ran():
+    from collections import Counter
+    from stalldiag.diagnosis.confidence import _ran
+    from stalldiag.diagnosis.state import ThreadState
+    g = WaitGraph(load_report(str(CAPTURES / "deadlock.json")))
+
+    class View:
+        kind, share, n_samples, n_framed_samples, stacks, pid = "lock", 0.9, 50, 0, [], g.root_pid
+        thread = type("T", (), {"ctx": {}})()
+
+        def __init__(self, activity, cpu=0.0, progressing=False):
+            self.activity = Counter(activity)
+            self.state = ThreadState("blocked", "", {"cpu_share": cpu}, progressing=progressing)
+
+        def main_activity(self):
+            label, n = self.activity.most_common(1)[0]
+            return label, n / self.n_samples
+    assert not _ran(g, View({"futex": 50}))
+    assert _ran(g, View({"futex": 45, "write": 3, "sendto": 2}))         # it wrote between its waits
+    assert not _ran(g, View({"read": 48, "futex": 2}))                   # its one wait is a read
+    moving = View({"futex": 30, "running": 20}, cpu=0.4, progressing=True)
+    moving.share = 0.6
+    assert _ran(g, moving)

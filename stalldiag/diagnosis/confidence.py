@@ -203,8 +203,8 @@ def _moves(scene, findings, decision, progress, c):
     if blocks:
         moved = [v for v in _involved(scene, mechanism) if _ran(g, v)]
         if moved:
-            c.cap("medium", "%s ran in the window (%s), which the verdict says cannot move" % (
-                moved[0].label, moved[0].state.phrase if moved[0].state else "on CPU"))
+            c.cap("medium", "%s moved in the window (%s), which the verdict says cannot" % (
+                moved[0].label, ", ".join("%s %d" % kv for kv in moved[0].activity.most_common(3))))
             c.alternatives.append("a wait that resolves slowly, not one that never will")
             c.settle.append(LONGER)
     movers = [p for p in g.proc_list if (p.io or {}).get("wchar", 0) >= MOVED_BYTES]
@@ -227,15 +227,24 @@ def _involved(scene, finding):
     return views
 
 
+DATA_CALLS = ("read", "readv", "pread64", "write", "writev", "pwrite64", "sendto", "sendmsg", "recvfrom",
+              "recvmsg", "sendmmsg", "recvmmsg")
+MOVED_SAMPLES = 2        # samples of a waiting thread in a data call other than its wait: it moved data
+
+
 def _ran(g, view):
-    """A thread the verdict says waits (its kind is a wait) that was not caught stuck and used a
-    share of a core in the window.  (A thread the verdict says computes, such as one retrying a
-    call that fails, runs by design; a spin, a CUDA spin-wait and a stopped thread move nothing.)"""
+    """A thread the verdict says waits (its kind is a wait) that moved in the window: caught in a
+    read, write, send or receive other than the one it waits in, or, not caught stuck, on a CPU a
+    share of it.  (A thread the verdict says computes, such as one retrying a call that fails, runs
+    by design; a spin, a CUDA spin-wait and a stopped thread move nothing.)"""
     state = view.state
-    if state is None or not kinds.of(view.kind).asleep or stuck(view) or runaway(view, g.procs.get(view.pid)) \
-            or state.condition == "spinning":
+    if state is None or not kinds.of(view.kind).asleep or runaway(view, g.procs.get(view.pid)) \
+            or state.condition in ("spinning", "stopped", "traced", "frozen"):
         return False
-    return (state.numbers or {}).get("cpu_share", 0) >= MOVED_CPU and state.progressing
+    waits_in = view.main_activity()[0]
+    if sum(n for label, n in view.activity.items() if label in DATA_CALLS and label != waits_in) >= MOVED_SAMPLES:
+        return True
+    return not stuck(view) and (state.numbers or {}).get("cpu_share", 0) >= MOVED_CPU and state.progressing
 
 
 def _idle_by_design(scene, decision, progress, c):
