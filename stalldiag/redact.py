@@ -1,6 +1,8 @@
 """Keep secrets out of reports: redact command lines, pick only named env vars."""
 import re
 
+from .knowledge.knobs import NAMES as KNOB_NAMES
+
 MASK = "***"
 
 # Environment variables a report may carry: the rest may hold secrets.
@@ -11,7 +13,8 @@ ENV_ALLOWED = (
     # ranks under MPI and Slurm
     "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE",
     "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS",
-)
+) + tuple(name for name in KNOB_NAMES if name not in ("PYTHONUNBUFFERED", "CUDA_VISIBLE_DEVICES"))
+# (the knobs that change how PyTorch, CUDA, NCCL, OpenMP and Python run: knowledge/knobs.py)
 
 
 # --- which names are secret -----------------------------------------------------------------

@@ -264,7 +264,7 @@ def test_a_thread_a_blocking_verdict_says_waits_moved_when_it_moved_data_or_ran(
     g = WaitGraph(load_report(str(CAPTURES / "deadlock.json")))
 
     class View:
-        kind, share, n_samples, n_framed_samples, stacks, pid = "lock", 0.9, 50, 0, [], g.root_pid
+        kind, share, n_samples, n_framed_samples, stacks, top_stack, pid = "lock", 0.9, 50, 0, [], [], g.root_pid
         thread = type("T", (), {"ctx": {}})()
 
         def __init__(self, activity, cpu=0.0, progressing=False):

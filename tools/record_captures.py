@@ -39,8 +39,13 @@ def torchrun(script):
             "--master_port=%d" % free_port(), script]
 
 
-# name -> (argv, settle seconds, inspect duration[, "child": inspect the workload's first child])
+# name -> (argv, settle seconds, inspect duration[, "child": inspect the workload's first child[, extra env]])
 CASES = {
+    # issue 33: configuration read beside the signal it explains
+    "omp_threads_oversubscribed": (py("omp_threads_oversubscribed.py", 4), 4.0, 3, None, {"OMP_NUM_THREADS": "8"}),
+    "cpu_loop_dev_mode": ([sys.executable, "-X", "dev", "-X", "tracemalloc=25", "-u", "cpu_loop_dev_mode.py"], 1.0, 3),
+    "compile_settings_slow": (py("compile_fresh_cache.py"), 2.0, 3, None,
+                              {"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"}),
     # issue 32: a job reading a pipe only a supervisor outside it can write (it sits in accept())
     "pipe_fed_by_idle_server": (py("pipe_fed_by_idle_server.py"), 1.0, 2, "child"),
     # issue 32: a leaked lock beside torch's idle OpenMP threads (no "likely deadlock" of them)
@@ -175,7 +180,10 @@ def main():
             env = dict(os.environ, RANK="0", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
             record(name, py("rendezvous_missing_rank.py", port), 1.0, 2, env=env)
         else:
-            record(name, *CASES[name])
+            argv, settle, duration, *more = CASES[name]
+            target = more[0] if more else None
+            env = dict(os.environ, **more[1]) if len(more) > 1 else None
+            record(name, argv, settle, duration, target=target, env=env)
 
 
 if __name__ == "__main__":

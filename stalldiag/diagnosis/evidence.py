@@ -14,6 +14,10 @@ def lines(scene, findings, decision):
     out += process_lines(g, culprit)
     out += framework_lines(scene, findings)
     out += gpu_lines(scene, findings, decision.category)
+    # the other rows whose sentence is a line of the evidence (the job's settings that explain it)
+    placed = table.GPU_ROWS | {M.DATALOADER_STARVED, M.COMPILE_TIME}
+    out += [table.sentence(g, f) for f in table.kept(findings, decision.category)
+            if table.row(f).evidence_line and f.kind not in placed]
     return out
 
 

@@ -218,6 +218,8 @@ class WaitGraph:
         best = max(views, key=lambda v: (self.weight(v), v.is_main))
         if main is not None and self.weight(best) <= self.weight(main):
             return main
+        if main is not None and native_pool_worker(best) and main.kind in ("cpu", "cuda") and main.top_stack:
+            return main   # (a native pool's worker does the work its main thread's Python frames name)
         return best
 
     # --- what the walk and the edges ask of the graph ------------------------------
@@ -358,13 +360,16 @@ def _kind_from_state(view):
     state = view.state
     if state is None:
         return
-    if state.condition == "blocked" and view.kernel_kind == "cpu":
+    if state.condition == "blocked" and view.kernel_kind == "cpu" and not native_pool_worker(view):
         # caught runnable between timed waits: what it waits in is its most common syscall, and
         # what its stack says about that wait (a DataLoader's batch) applies to it as to any wait
         waits = [(n, k) for k, n in view.kernel_kinds.items() if k != "cpu"]
         if waits:
             count, kind = max(waits)
             view.rekind(kind, count / max(view.n_samples, 1))
+    if native_pool_worker(view) and view.kind == "lock":
+        # a native pool's worker between barriers computes, whichever of the two it was caught in more
+        view.rekind("cpu", view.activity.get("running", 0) / view.n_samples)
     if state.condition == "spinning":
         view.kind, view.share = state.target, max(view.share, view.kernel_share)
     elif state.condition in ("stopped", "traced", "frozen"):
@@ -390,6 +395,19 @@ def _kind_from_state(view):
         view.scheduled_share = awake
     if view.kind in SLEEPING_KINDS:
         view.share = min(view.share, max(0.0, 1.0 - awake))
+
+
+NATIVE_POOL_RUNNING = 0.3   # share of samples on a CPU or runnable of a native pool's worker
+
+
+def native_pool_worker(view):
+    """A thread with no Python frame that runs (or waits to run) between futex waits: a worker of
+    a native compute pool (OpenMP, a BLAS library, Eigen) passing barriers, which computes; not
+    a thread that waits on a lock."""
+    if view.top_stack or not view.n_samples:
+        return False
+    running = view.activity.get("running", 0) / view.n_samples
+    return running >= NATIVE_POOL_RUNNING and set(view.kernel_kinds) <= {"cpu", "lock"}
 
 
 STORAGE_BOUND_SHARE = 0.3   # share of samples in storage waits that makes a half-busy thread storage-bound

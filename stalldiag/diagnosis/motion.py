@@ -75,10 +75,45 @@ def spins(view, proc=None):
     return (switches is None or switches <= 1) and (proc is None or _silent(proc))
 
 
+def _line_code(view):
+    """The source of the innermost line of the user's own code in the thread's top stack, if read."""
+    from .threads import user_frame_of
+    frame = user_frame_of(view.top_stack or [])
+    source = frame[3] if frame is not None and len(frame) > 3 and isinstance(frame[3], dict) else None
+    return (source or {}).get("code")
+
+
+def computes_in_a_loop(code):
+    """A line that is work repeated by a loop around it, not a wait: arithmetic or an assignment
+    with no call in it (`n = (n * 31 + 7) % M`), or a comprehension over data.  Every sample of such
+    a loop lands on that one line, as every sample of a spin or of one call that never returns
+    does; unlike them it computes.  A `while`/`if` test and a line that calls something (a regex,
+    a CUDA sync, `q.empty()`) are not this.  Unknown (no source, or it does not parse): False."""
+    import ast
+    text = (code or "").strip()
+    if not text:
+        return False
+    if text.endswith(":"):
+        text += " pass"
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+    nodes = list(ast.walk(tree))
+    if any(isinstance(n, (ast.While, ast.If)) for n in nodes):
+        return False
+    if any(isinstance(n, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)) for n in nodes):
+        return True
+    return not any(isinstance(n, ast.Call) for n in nodes) and any(
+        isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) for n in nodes)
+
+
 def runaway(view, proc=None):
     """A thread whose CPU time is not work: one call whose stack never moved, or a spin.  A
     process that wrote output or a file meanwhile moved: a few stack samples that all hit the
     line a loop spends its time at (loss.backward()) are not one call that never returned."""
+    if computes_in_a_loop(_line_code(view)):
+        return False     # (a loop's body on one line: work, or a spin we cannot tell from it)
     return (frozen_stack(view) and _silent(proc)) or spins(view, proc)
 
 

@@ -67,6 +67,12 @@ class M(str, Enum):
     DISK_NEIGHBOUR = "disk-neighbour"
     GPU_NEIGHBOUR = "gpu-neighbour"
     PCIE_BOUND = "pcie-bound"
+    LAUNCH_BLOCKING = "launch-blocking"
+    BLOCKING_WAIT = "blocking-wait"
+    NO_COLLECTIVE_TIMEOUT = "no-collective-timeout"
+    THREADS_OVERSUBSCRIBED = "threads-oversubscribed"
+    DEBUG_MODE = "debug-mode"
+    COMPILE_SETTINGS = "compile-settings"
 
     # -- context: evidence around a verdict --------------------------------------------------------
     LOCK_HOLDER = "lock-holder"
@@ -88,3 +94,4 @@ class M(str, Enum):
     COMPILE_WORKERS = "compile-workers"
     COMPILER_PROCESSES = "compiler-processes"
     D_STATE = "d-state"
+    KNOBS_SET = "knobs-set"

@@ -43,6 +43,7 @@ from .. import formatter as say
 from .. import gpu
 from .. import polls
 from .. import resources
+from .. import settings
 from .. import summaries
 from .names import M
 
@@ -211,6 +212,19 @@ _QUALIFYING = (
     _qualifies(M.GPU_NEIGHBOUR, found.on_root(resources.gpu_neighbour), resources.gpu_neighbour_text,
                category="cuda"),
     _qualifies(M.PCIE_BOUND, found.on_root(resources.pcie), resources.pcie_bound_text, category="cuda"),
+    # The job's configuration (settings.py): a knob named only beside the signal it explains
+    _qualifies(M.LAUNCH_BLOCKING, found.on_scene(settings.launch_blocking), settings.launch_blocking_text,
+               category=("cuda", "cpu"), only_with_category=True, evidence_line=True),
+    _qualifies(M.BLOCKING_WAIT, found.on_scene(settings.blocking_wait), settings.blocking_wait_text,
+               category="collective", only_with_category=True, evidence_line=True),
+    _qualifies(M.NO_COLLECTIVE_TIMEOUT, found.on_scene(settings.no_collective_timeout),
+               settings.no_collective_timeout_text, category="collective", only_with_category=True, evidence_line=True),
+    _qualifies(M.THREADS_OVERSUBSCRIBED, found.on_scene(settings.threads_oversubscribed),
+               settings.threads_oversubscribed_text, category="cpu", only_with_category=True),
+    _qualifies(M.DEBUG_MODE, found.on_scene(settings.debug_mode), settings.debug_mode_text,
+               category=("cpu", "compilation", "cuda"), only_with_category=True),
+    _qualifies(M.COMPILE_SETTINGS, found.on_scene(settings.compile_settings), settings.compile_settings_text,
+               category="compilation", only_with_category=True),
 )
 
 # Findings that explain a verdict without deciding it: the evidence a reader asks for.
@@ -237,6 +251,7 @@ _CONTEXT = (
     _context(M.COMPILE_WORKERS, found.on_scene(found.compile_workers), say.compile_workers),
     _context(M.COMPILER_PROCESSES, found.on_scene(found.compiler_processes), say.compiler_processes),
     _context(M.D_STATE, found.on_scene(found.d_state), say.d_state),
+    _context(M.KNOBS_SET, found.on_scene(settings.knobs_set), settings.knobs_set_text),
 )
 
 MECHANISMS = _DECIDING + _QUALIFYING + _CONTEXT
