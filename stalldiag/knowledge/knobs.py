@@ -138,10 +138,11 @@ def interpreter_flags(cmdline):
     argv = list(cmdline or [])
     if not argv or "python" not in argv[0].rsplit("/", 1)[-1]:
         return []
-    out = []
-    for i, arg in enumerate(argv[1:], 1):
+    out, i = [], 1
+    while i < len(argv):
+        arg = argv[i]
         if arg == "-X" and i + 1 < len(argv):
-            name = "-X " + argv[i + 1].split("=")[0]
+            name, i = "-X " + argv[i + 1].split("=")[0], i + 1
         elif arg.startswith("-X") and len(arg) > 2:
             name = "-X " + arg[2:].split("=")[0]
         elif arg in ("-u", "-O", "-OO"):
@@ -149,9 +150,10 @@ def interpreter_flags(cmdline):
         elif not arg.startswith("-"):
             break           # the script: what follows is its own arguments
         else:
-            continue
+            name = None
         if name in FLAGS and name not in out:
             out.append(name)
+        i += 1
     return out
 
 
