@@ -80,11 +80,15 @@ def _sample_classes(proc):
     """What each distinct /proc sample of a process was, for timelines: sample_key -> (band
     (kinds.py: running, lock, io, network, sleep, child, other), kind, what it waits on)."""
     details = proc.get("details") or []
-    classes = {}
+    classes, seen = {}, set()
     for thread in proc.get("threads") or []:
         for sample in thread.get("samples") or []:
             if not isinstance(sample, (list, tuple)) or len(sample) < 3:
                 continue
+            fields = tuple(sample[1:5])     # a sample seen before is not keyed again (most are)
+            if fields in seen:
+                continue
+            seen.add(fields)
             key = sample_key(sample)
             if key in classes:
                 continue
@@ -172,15 +176,17 @@ def _thread_row(thread, classes, **diagnosed):
 def _timeline(thread, classes):
     """The thread's /proc samples as captured, each with its class (UNCLASSIFIED when not known)."""
     out, memo = [], {}
+    new = tuple.__new__    # Sample(...) without its Python-level __new__: a capture can hold a million samples
     for s in thread.get("samples") or []:
         if not isinstance(s, (list, tuple)) or len(s) < 3:
             continue
-        wchan = s[4] if len(s) > 4 else None
-        memo_key = (s[1], s[2], s[3] if len(s) > 3 else None, wchan)
+        n = len(s)
+        wchan = s[4] if n > 4 else None
+        memo_key = (s[1], s[2], s[3] if n > 3 else None, wchan)
         cls = memo.get(memo_key)
         if cls is None:
             cls = memo[memo_key] = classes.get(sample_key(s)) or UNCLASSIFIED
-        out.append(Sample(s[0], s[1], s[2], wchan, cls))
+        out.append(new(Sample, (s[0], s[1], s[2], wchan, cls)))
     return out
 
 
@@ -385,7 +391,9 @@ def build_or_fallback(capture):
 
 def fallback_report(capture):
     """The Report from the capture alone (nothing of the diagnosis is called: it may be what
-    failed): no verdict, no finding, the raw process rows; the JSON has the fallback's shape."""
+    failed): no verdict, no finding, the raw process rows; the JSON has the fallback's shape.
+    What the renderers show beyond the rows (timelines, stacks, tails, failed calls, GPU charts)
+    is read where it can be: whatever made the diagnosis fail must not fail this too."""
     processes = []
     for proc in capture.get("processes") or []:
         python = proc.get("python") or {}
@@ -396,11 +404,15 @@ def fallback_report(capture):
             python=python.get("stacks", False), python_note=python.get("reason"),
             cpu_seconds=proc.get("cpu_seconds"), io=proc.get("io"), exited_at=proc.get("exited_at"),
             env=proc.get("env") or {},
-            threads=[_thread_row(t, {}, samples=len(t.get("samples") or [])) for t in proc.get("threads") or []]))
+            threads=[_safely(lambda: _thread_row(t, {}, samples=len(t.get("samples") or [])),
+                             lambda: ThreadRow(tid=t.get("tid"), name=t.get("python_name") or t.get("name"),
+                                               comm=t.get("name"), cpu_seconds=t.get("cpu_seconds"),
+                                               samples=len(t.get("samples") or [])))
+                     for t in proc.get("threads") or []]))
     return Report(
         schema_version=capture.get("schema_version"),
-        tool=Tool.read(capture.get("tool")),
-        hostname=(capture.get("host") or {}).get("hostname"),
+        tool=_safely(lambda: Tool.read(capture.get("tool")), lambda: None),
+        hostname=_safely(lambda: (capture.get("host") or {}).get("hostname"), lambda: None),
         window=_window(capture),
         verdict=Verdict.read({
             "category": "unknown", "summary": "No diagnosis: stalldiag's diagnosis failed on this capture (see "
@@ -409,13 +421,22 @@ def fallback_report(capture):
         chain=[], chain_text="", ranks=None, findings=[],
         processes=processes,
         syscall_counts=None,
-        gpu=_gpu_window(capture, None),
-        frames=_frames(capture),
+        gpu=_safely(lambda: _gpu_window(capture, None), lambda: GpuWindow(
+            available=False, reason="the capture's GPU record could not be read")),
+        frames=_safely(lambda: _frames(capture), list),
         stacks=capture.get("stacks") or [],
-        output_tails=_output_tails(capture, processes),
-        failed_calls=_failed_calls(capture),
+        output_tails=_safely(lambda: _output_tails(capture, processes), list),
+        failed_calls=_safely(lambda: _failed_calls(capture), list),
         limitations=list(capture.get("limitations") or []),
         failures=[],
         capture=capture,
         diagnosed=False,
     )
+
+
+def _safely(part, otherwise):
+    """part(), or otherwise() when it raises (for the fallback report only)."""
+    try:
+        return part()
+    except Exception:
+        return otherwise()

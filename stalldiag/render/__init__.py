@@ -5,7 +5,7 @@ an output path's extension picks its format from it. `stalldiag merge`'s Inciden
 the same renderers.
 """
 import os
-from typing import Optional, Protocol, Tuple
+from typing import Optional, Protocol, Tuple, runtime_checkable
 
 from .html import HtmlRenderer
 from .json_report import JsonRenderer
@@ -15,6 +15,7 @@ from .speedscope import SpeedscopeRenderer
 from .terminal import TextRenderer
 
 
+@runtime_checkable
 class Renderer(Protocol):
     format: str                    # the name outputs and render() use
     extensions: Tuple[str, ...]    # an output path ending so is written in this format
