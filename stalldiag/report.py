@@ -65,40 +65,40 @@ def _diagnosis_facts(capture, result):
     window = capture.get("window") or {}
     window_end = (window.get("start") or 0) + (window.get("duration_s") or 0)
     devices = (capture.get("gpu") or {}).get("devices") or []
+
+    def sample_classes(proc):
+        """What each distinct /proc sample of a process was: sample_key -> (band (kinds.py: running,
+        lock, io, network, sleep, child, other), kind, what it waits on)."""
+        details = proc.get("details") or []
+        classes, seen = {}, set()
+        for thread in proc.get("threads") or []:
+            for sample in thread.get("samples") or []:
+                if not isinstance(sample, (list, tuple)) or len(sample) < 3:
+                    continue
+                fields = tuple(sample[1:5])     # a sample seen before is not keyed again (most are)
+                if fields in seen:
+                    continue
+                seen.add(fields)
+                key = sample_key(sample)
+                if key in classes:
+                    continue
+                state, syscall = sample[1], sample[2]
+                index = sample[3] if len(sample) > 3 else None
+                detail = details[index] if isinstance(index, int) and 0 <= index < len(details) else None
+                kind = sample_kind(state, syscall, detail, sample[4] if len(sample) > 4 else None)
+                band = "io" if state == "D" else thread_kinds.of(kind).band
+                classes[key] = SampleClass(band, kind, detail_text(detail))
+        return classes
+
     processes = []
     for proc in capture.get("processes") or []:
         processes.append(ProcessFacts(
-            sample_classes=_sample_classes(proc),
+            sample_classes=sample_classes(proc),
             files=file_changes(proc),
             stdio=stdio_changes(proc, window_end),
             gpu_devices=result["gpu_devices"].get(str(proc["pid"])) or [],
             visible_devices=visible_devices(proc.get("env"), devices)))
     return DiagnosisFacts(processes=processes, gpus=device_summaries(capture))
-
-
-def _sample_classes(proc):
-    """What each distinct /proc sample of a process was, for timelines: sample_key -> (band
-    (kinds.py: running, lock, io, network, sleep, child, other), kind, what it waits on)."""
-    details = proc.get("details") or []
-    classes, seen = {}, set()
-    for thread in proc.get("threads") or []:
-        for sample in thread.get("samples") or []:
-            if not isinstance(sample, (list, tuple)) or len(sample) < 3:
-                continue
-            fields = tuple(sample[1:5])     # a sample seen before is not keyed again (most are)
-            if fields in seen:
-                continue
-            seen.add(fields)
-            key = sample_key(sample)
-            if key in classes:
-                continue
-            state, syscall = sample[1], sample[2]
-            index = sample[3] if len(sample) > 3 else None
-            detail = details[index] if isinstance(index, int) and 0 <= index < len(details) else None
-            kind = sample_kind(state, syscall, detail, sample[4] if len(sample) > 4 else None)
-            band = "io" if state == "D" else thread_kinds.of(kind).band
-            classes[key] = SampleClass(band, kind, detail_text(detail))
-    return classes
 
 
 # --- the report from the capture, diagnose()'s dict and the facts -------------------------------

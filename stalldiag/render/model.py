@@ -228,7 +228,7 @@ class ThreadRow:
     state_text: Optional[str] = None
     share: Optional[float] = None
     stack_samples: Optional[int] = None   # py-spy samples of it
-    residency: Dict[str, float] = field(default_factory=dict)   # running/syscall -> share of samples
+    residency: Optional[Dict[str, float]] = None  # running/syscall -> share of samples
     syscall_counts: Optional[Dict[str, int]] = None             # only with --syscalls exact
     timeline: List[Sample] = field(default_factory=list)
     stack_runs: List[StackRun] = field(default_factory=list)    # in time order
