@@ -160,12 +160,10 @@ def _flame(report):
 
     def frame_id(i):
         if i not in frame_index:
-            f = frames[i] if isinstance(i, int) and 0 <= i < len(frames) else None
-            if f is None:
-                f = ("?", None, None)
+            function, file, line = frames[i] if isinstance(i, int) and 0 <= i < len(frames) else ("?", None, None)
             frame_index[i] = len(frame_out)
-            frame_out.append([_clean(f[0], MAX_FRAME_TEXT), _clean(f[1], MAX_FRAME_TEXT),
-                              f[2] if isinstance(f[2], int) else None])
+            frame_out.append([_clean(function, MAX_FRAME_TEXT), _clean(file, MAX_FRAME_TEXT),
+                              line if isinstance(line, int) else None])
         return frame_index[i]
 
     def stack_id(sid):

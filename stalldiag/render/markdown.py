@@ -95,7 +95,8 @@ def render(report):
         for proc, thread, rendered in stacks:
             total = stack_total(thread)
             for frames, n in rendered:
-                out.append("**pid %d tid %d `%s`** — %d of %d samples" % (proc.pid, thread.tid, thread.name, n, total))
+                out.append("**pid %d tid %d `%s`** — %d of %d samples" % (
+                    proc.pid, thread.tid, thread.name, n, total))
                 out.append("")
                 out.append("```")
                 out += [short_frame(f) for f in frames[:40]]
