@@ -9,7 +9,7 @@ from . import __version__, capture as capture_mod
 from .config import Config
 from .errors import EXIT_CODES, CaptureError, OutputError, StalldiagError
 from .output import check_outputs, emit, failed_message, render_all, write_report
-from .report import build_report, build_report_or_fallback, failure_text
+from .report import build, build_or_fallback, failure_text
 
 SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143}
 
@@ -156,7 +156,7 @@ def inspect(pid, children, match, host_label, duration, rate, stack_rate, output
         with StopOnSignal() as stop:
             cap = Inspection(config, progress=progress, stop_flag=stop, notice=progress.notice).run()
             progress.clear()
-        report = build_report_or_fallback(cap)
+        report = build_or_fallback(cap)
         skipped = cap.get("skipped_children") or 0
         if skipped and sys.stderr.isatty():
             click.echo("stalldiag: note: PID %d has %d child process(es) not inspected; add --children"
@@ -164,7 +164,7 @@ def inspect(pid, children, match, host_label, duration, rate, stack_rate, output
         saved = emit(report, plan, as_json, 0o666 & ~umask, pid)
     except StalldiagError as exc:
         _fail(str(exc), exc.exit_code)
-    if report.get("failures"):
+    if report.failures:
         _fail(failed_message(report, saved, plan), EXIT_CODES["partial"])
     if cap.get("permission_denied"):
         from .permissions import how_to_get_access
@@ -190,12 +190,12 @@ def report(file, outputs, as_json, umask):
         plan = check_outputs(outputs)
         cap = capture_mod.load_report(file)
         try:
-            rep = build_report(cap)
+            rep = build(cap)
         except Exception as exc:  # untrusted input: any inconsistency is a bad file, not a crash
             raise CaptureError("%s: malformed capture (%s: %s)" % (file, type(exc).__name__, str(exc)[:200]))
         texts, stdout = render_all(rep, plan, as_json)
-        if rep["failures"]:
-            raise CaptureError("%s: malformed capture (%s)" % (file, failure_text(rep["failures"][0])[:300]))
+        if rep.failures:
+            raise CaptureError("%s: malformed capture (%s)" % (file, failure_text(rep.failures[0])[:300]))
         write_report(texts, 0o666 & ~umask)
         sys.stdout.write(stdout)
     except StalldiagError as exc:
@@ -263,8 +263,8 @@ def _sleep_unless(stop, seconds):
 @UMASK_OPTION
 def merge(files, outputs, as_json, umask):
     """Join per-host JSON reports of one job into one verdict: which host and rank is the outlier."""
-    import json
-    from .merge import merge_reports, render_text
+    from .merge import merge_reports
+    from .render import render_incident
     try:
         plan = check_outputs(outputs)
         try:
@@ -273,14 +273,8 @@ def merge(files, outputs, as_json, umask):
             raise
         except Exception as exc:
             raise CaptureError("malformed report among %s (%s: %s)" % (", ".join(files), type(exc).__name__, exc))
-        texts = []
-        for path, fmt in plan:
-            if fmt == "json":
-                texts.append((path, json.dumps(merged, indent=1) + "\n"))
-            else:
-                texts.append((path, render_text(merged, markdown=fmt == "markdown")))
-        write_report(texts, 0o666 & ~umask)
-        sys.stdout.write(json.dumps(merged, indent=1) + "\n" if as_json else render_text(merged))
+        write_report([(path, render_incident(merged, fmt)) for path, fmt in plan], 0o666 & ~umask)
+        sys.stdout.write(render_incident(merged, "json" if as_json else "text"))
     except StalldiagError as exc:
         _fail(str(exc), exc.exit_code)
 

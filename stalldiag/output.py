@@ -37,7 +37,7 @@ def check_outputs(paths):
 def render_all(report, plan, as_json):
     """Every output rendered in memory first: a write failure leaves no half-written files.
 
-    A renderer that raises is recorded in report["failures"] and its output skipped;
+    A renderer that raises is recorded in report.failures and its output skipped;
     the others still run. JSON is rendered last, so it records every failure before it.
     """
     done = {}
@@ -67,8 +67,10 @@ def render_json(report):
     except Exception as exc:
         record_failure(report, "json rendering", exc)
         import json
-        return json.dumps({key: report.get(key) for key in ("schema_version", "tool", "limitations", "failures",
-                                                            "capture")}, default=repr) + "\n"
+        return json.dumps({"report_version": report.report_version, "schema_version": report.schema_version,
+                           "tool": report.capture.get("tool"), "limitations": report.limitations,
+                           "failures": [f.to_dict() for f in report.failures], "capture": report.capture},
+                          default=repr) + "\n"
 
 
 def capture_fallback_path(pid):
@@ -103,7 +105,7 @@ def emit(report, plan, as_json, mode=0o600, pid=0):
     failure, a fallback file when no -o .json was given)."""
     texts, stdout = render_all(report, plan, as_json)
     saved = [path for path, fmt in plan if fmt == "json"]
-    if report.get("failures") and not saved:
+    if report.failures and not saved:
         path = capture_fallback_path(pid)    # the samples must outlive the bug
         if path:
             texts.append((path, render_json(report)))
@@ -117,7 +119,7 @@ def emit(report, plan, as_json, mode=0o600, pid=0):
 
 def failed_message(report, saved, plan=()):
     """One line: what failed and where, and where the capture is."""
-    failures = report["failures"]
+    failures = report.failures
     text = failure_text(failures[0]) + ("" if len(failures) == 1 else " (and %d more)" % (len(failures) - 1))
     if saved:
         where = saved[0] if os.path.dirname(saved[0]) else "./" + saved[0]

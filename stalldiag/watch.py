@@ -170,7 +170,7 @@ class Watcher:
 
     def report(self):
         from .output import failed_message, render_all, write_report
-        from .report import build_report_or_fallback
+        from .report import build_or_fallback
         from .session import Inspection
         from .targets import check_target
         try:
@@ -182,13 +182,13 @@ class Watcher:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         base = os.path.join(self.report_dir, "stalldiag-%d-%s" % (self.pid, stamp))
         plan = [(base + ".md", "markdown"), (base + ".json", "json"), (base + ".html", "html")]
-        report = build_report_or_fallback(cap)
+        report = build_or_fallback(cap)
         texts, _stdout = render_all(report, plan, as_json=True)
         write_report(texts)
-        if report.get("failures"):    # a bug, not the target's fault: say so and keep watching
+        if report.failures:    # a bug, not the target's fault: say so and keep watching
             self.log("stalldiag watch: error: " + failed_message(report, [base + ".json"], plan))
         self.reports.append(base + ".md")
-        self.log("stalldiag watch: %s: %s -> %s" % (report["verdict"]["category"], report["verdict"]["summary"][:160],
+        self.log("stalldiag watch: %s: %s -> %s" % (report.verdict.category, report.verdict.summary[:160],
                                                    base + ".md"))
         if self.exec_cmd:
             argv = shlex.split(self.exec_cmd)

@@ -22,7 +22,7 @@ from conftest import CAPTURES
 from stalldiag.capture import load_report
 from stalldiag.render import html as html_render
 from stalldiag.render import speedscope
-from stalldiag.report import build_report
+from stalldiag.report import build
 
 FIXTURES = ["nccl_hang", "dataloader_slow_io", "gloo_hang", "gpu_compile_autotune", "deadlock"]
 DATA_RE = re.compile(r'<script type="application/json" id="stalldiag-data">(.*?)</script>', re.S)
@@ -32,7 +32,7 @@ NETWORK_RE = re.compile(r"""(?:\b(?:src|href|action|poster|srcset)\s*=\s*["']?\s
 
 
 def report_of(name):
-    return build_report(load_report(str(CAPTURES / ("%s.json" % name))))
+    return build(load_report(str(CAPTURES / ("%s.json" % name))))
 
 
 def embedded_data(page):
@@ -54,10 +54,10 @@ def test_html_is_one_self_contained_document(name):
     assert "<link" not in page.lower()
     assert not re.search(r"<script[^>]*\bsrc\s*=", page, re.I)
     # the verdict, readable without JS
-    v = report["verdict"]
-    assert html.escape(v["summary"], quote=True) in page
-    assert html.escape(report["chain_text"], quote=True) in page
-    for line in v.get("evidence") or []:
+    v = report.verdict
+    assert html.escape(v.summary, quote=True) in page
+    assert html.escape(report.chain_text, quote=True) in page
+    for line in v.evidence or []:
         assert html.escape(line, quote=True) in page
     data = embedded_data(page)
     assert set(data) >= {"timeline", "flame", "gpu", "verdict"}
@@ -68,7 +68,7 @@ def test_html_is_one_self_contained_document(name):
 def test_embedded_data_matches_the_capture():
     report = report_of("nccl_hang")
     data = embedded_data(html_render.render(report))
-    cap = report["capture"]
+    cap = report.capture
     threads = sum(1 for p in cap["processes"] for t in p["threads"] if t.get("samples"))
     assert len(data["timeline"]["rows"]) == threads
     # the flame graph holds every py-spy sample
@@ -93,7 +93,7 @@ def test_gpu_not_available_is_said_in_plain_html():
 
 def test_capture_text_is_escaped():
     report = report_of("dataloader_slow_io")
-    cap = report["capture"]
+    cap = report.capture
     evil = "<script>alert(1)</script> & \"quotes\" 'x' </script><!-- \udcff"
     proc = cap["processes"][0]
     proc["cmdline"] = ["python3", evil]
@@ -101,8 +101,8 @@ def test_capture_text_is_escaped():
     proc["threads"][0]["python_name"] = evil
     cap["frames"][0] = [evil, "/tmp/<b>&.py", 1, None]
     cap["limitations"] = cap["limitations"] + [evil]
-    report = build_report(cap)
-    report["verdict"]["summary"] = evil
+    report = build(cap)
+    report.verdict.summary = evil
     page = html_render.render(report)
     page.encode("utf-8")   # no lone surrogates left: writable as UTF-8
     assert "<script>alert" not in page
@@ -130,7 +130,7 @@ def test_a_capture_with_thousands_of_threads_stays_small():
         threads.append(t)
     proc["threads"] = threads
     cap["window"]["duration_s"] = 60.0
-    report = build_report(cap)
+    report = build(cap)
     page = html_render.render(report)
     assert len(page.encode("utf-8")) < 3_000_000
     data = embedded_data(page)
@@ -139,8 +139,8 @@ def test_a_capture_with_thousands_of_threads_stays_small():
     assert all(len(r["segs"]) <= html_render.MAX_SEGMENTS for r in data["timeline"]["rows"])
     assert "showing %d of %d threads" % (html_render.MAX_TIMELINE_THREADS, data["timeline"]["total"]) in page
     # the culprit thread is always kept
-    v = report["verdict"]
-    assert any(r["pid"] == v["pid"] and r["tid"] == v["tid"] and r["culprit"] for r in data["timeline"]["rows"])
+    v = report.verdict
+    assert any(r["pid"] == v.pid and r["tid"] == v.tid and r["culprit"] for r in data["timeline"]["rows"])
 
 
 # --- speedscope ----------------------------------------------------------------------
@@ -154,7 +154,7 @@ def test_speedscope_export(name):
     assert isinstance(doc["name"], str)
     frames = doc["shared"]["frames"]
     assert all(isinstance(f["name"], str) for f in frames)
-    cap = report["capture"]
+    cap = report.capture
     expected = sum(n for p in cap["processes"] for t in p["threads"] for _sid, n in t.get("stack_samples") or [])
     total = 0
     for prof in doc["profiles"]:
@@ -172,7 +172,7 @@ def test_speedscope_export(name):
 
 def test_speedscope_samples_are_root_first_in_time_order():
     report = report_of("nccl_hang")
-    cap = report["capture"]
+    cap = report.capture
     doc = json.loads(speedscope.render(report))
     profiles = {p["name"].split(" ")[3]: p for p in doc["profiles"]}
     for proc in cap["processes"]:
@@ -292,7 +292,7 @@ def test_page_draws_in_a_real_browser(driver, tmp_path, name):
     report = report_of(name)
     _open(driver, tmp_path, name)
     assert not _severe(driver)
-    cap = report["capture"]
+    cap = report.capture
     threads = sum(1 for p in cap["processes"] for t in p["threads"] if t.get("samples"))
     # the timeline: a row per thread, segments drawn
     assert _count(driver, "#timeline svg g.row") == threads
@@ -330,8 +330,8 @@ def test_page_draws_in_a_real_browser(driver, tmp_path, name):
     driver.find_element(By.ID, "flame-threads").click()
     assert driver.execute_script(tid_labels) >= 1
     # GPU: a line per device, or the plain "not available" line
-    if report["gpu_available"]:
-        assert _count(driver, "#gpu svg path.gpu-util") == len(report["gpus"])
+    if report.gpu.available:
+        assert _count(driver, "#gpu svg path.gpu-util") == len(report.gpu.devices)
         assert _count(driver, "#gpu svg path.gpu-sm") >= 1
     else:
         assert "GPU: not available" in driver.find_element(By.ID, "gpu-section").text
@@ -354,6 +354,6 @@ def test_page_text_is_readable_without_js(driver, tmp_path):
     path.write_text(page, encoding="utf-8")
     driver.get(path.as_uri())
     body = driver.find_element("tag name", "body").text
-    assert report["verdict"]["summary"] in body
-    assert "Processes" in body and str(report["processes"][0]["pid"]) in body
-    assert _count(driver, "#processes table.procs tbody tr") == len(report["processes"])
+    assert report.verdict.summary in body
+    assert "Processes" in body and str(report.processes[0].pid) in body
+    assert _count(driver, "#processes table.procs tbody tr") == len(report.processes)

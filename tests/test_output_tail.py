@@ -12,6 +12,7 @@ from conftest import WORKLOADS, kill_groups, run_stalldiag, wait_for
 from stalldiag.probes import output_tail
 from stalldiag.probes.syscall_counts import BACKENDS
 from stalldiag.render import render
+from stalldiag.report import build
 
 SECRETS = ("hunter2", "sk-live-abcdef")
 
@@ -136,6 +137,7 @@ def test_inspect_reports_the_last_lines_in_every_format(retrying, tmp_path):
         assert not any(secret in written for secret in SECRETS)
     # no section when nothing was written to a regular file
     report["capture"]["output_tail"] = {}
+    report = build(report["capture"])
     assert "Last lines written" not in render(report, "text")
     assert "Last lines written" not in render(report, "markdown")
     assert 'id="output-tail"' not in render(report, "html")

@@ -1,31 +1,58 @@
-"""Renderers: a report dict in, text out.  No sampling, no diagnosis here."""
-import importlib
-import json
-import os
+"""Renderers: a Report (render/model.py) in, text out. No sampling, no diagnosis here.
 
-FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".txt": "text", ".html": "html",
-           ".htm": "html"}
+One renderer per format, each behind the Renderer interface; RENDERERS is the table of them, and
+an output path's extension picks its format from it. `stalldiag merge`'s Incident goes through
+the same renderers.
+"""
+import os
+from typing import Optional, Protocol, Tuple, runtime_checkable
+
+from .html import HtmlRenderer
+from .json_report import JsonRenderer
+from .markdown import MarkdownRenderer
+from .model import Incident, Report
+from .speedscope import SpeedscopeRenderer
+from .terminal import TextRenderer
+
+
+@runtime_checkable
+class Renderer(Protocol):
+    format: str                    # the name outputs and render() use
+    extensions: Tuple[str, ...]    # an output path ending so is written in this format
+
+    def render(self, report: Report, color: bool = False) -> str:
+        """The whole report in this format (color: ANSI colours, where the format has them)."""
+
+    def render_incident(self, incident: Incident, color: bool = False) -> Optional[str]:
+        """A merged incident in this format; None where the format has no incident form."""
+
+
+RENDERERS = {r.format: r for r in (TextRenderer(), MarkdownRenderer(), HtmlRenderer(), JsonRenderer(),
+                                   SpeedscopeRenderer())}
 
 
 def format_for_path(path):
-    if path.lower().endswith(".speedscope.json"):
-        return "speedscope"
-    ext = os.path.splitext(path)[1].lower()
-    return FORMATS.get(ext)
+    """The format an output path asks for by its extension (the longest that matches), or None."""
+    lower = path.lower()
+    last = os.path.splitext(lower)[1]
+    found = [(len(ext), r.format) for r in RENDERERS.values() for ext in r.extensions
+             if ext == last or (ext.count(".") > 1 and lower.endswith(ext))]
+    return max(found)[1] if found else None
+
+
+def renderer(fmt) -> Renderer:
+    try:
+        return RENDERERS[fmt]
+    except KeyError:
+        raise ValueError("unknown format %r" % fmt) from None
 
 
 def render(report, fmt, color=False):
-    if fmt == "json":
-        # compact: json's C encoder only runs without indent (10x faster on large captures)
-        return json.dumps(report, separators=(",", ":"), default=str) + "\n"
-    if fmt == "text":
-        return _renderer("terminal").render(report, color=color)
-    if fmt in ("markdown", "html", "speedscope"):
-        return _renderer(fmt).render(report)
-    raise ValueError("unknown format %r" % fmt)
+    return renderer(fmt).render(report, color=color)
 
 
-def _renderer(name):
-    # imported when asked for: a run that writes JSON and the terminal text loads neither
-    # the HTML nor the Markdown renderer
-    return importlib.import_module("." + name, __name__)
+def render_incident(incident, fmt, color=False):
+    """An Incident in format fmt. A format without an incident form (HTML, speedscope) gets the
+    terminal text, as `stalldiag merge` always wrote there."""
+    text = renderer(fmt).render_incident(incident, color=color)
+    return RENDERERS["text"].render_incident(incident, color=color) if text is None else text

@@ -9,9 +9,7 @@ points) so a capture with thousands of threads still makes a page of a few MB.
 import html
 import json
 
-from ..report import sample_key
-from .common import (PROCESS_HEADER, command_text, failed_calls, failed_text, gpu_rows, looks_like_error,
-                     output_tails, process_rows, tail_heading)
+from .common import PROCESS_HEADER, command_text, failed_text, gpu_rows, looks_like_error, process_rows, tail_heading
 
 MAX_TIMELINE_THREADS = 200      # rows in the timeline
 MAX_SEGMENTS = 400              # per timeline row; more are merged into time buckets
@@ -64,29 +62,23 @@ def _num(x, digits=3):
 
 # --- data for the charts -----------------------------------------------------
 
-def _thread_label(proc, thread):
-    return thread.get("python_name") or thread.get("name") or "?"
-
-
-def _timeline(report, cap):
-    window = cap.get("window") or {}
-    duration = float(window.get("duration_s") or 0)
-    rate = window.get("rate_hz") or 0
+def _timeline(report):
+    window = report.window
+    duration = float(window.duration_s or 0)
+    rate = window.rate_hz or 0
     period = 1.0 / rate if rate else 0.1
-    verdict = report.get("verdict") or {}
-    roles = {p["pid"]: p.get("role") for p in report.get("processes") or []}
-    kinds = {(p["pid"], t["tid"]): t.get("kind") for p in report.get("processes") or []
-             for t in p.get("threads") or []}
-    chain_pids = {step.get("pid") for step in report.get("chain") or []}
+    verdict = report.verdict
+    roles = {p.pid: p.role for p in report.processes}
+    kinds = {(p.pid, t.tid): t.kind for p in report.processes for t in p.threads}
+    chain_pids = {step.pid for step in report.chain}
 
     candidates = []
-    for order, (proc, thread) in enumerate((p, t) for p in cap.get("processes") or []
-                                           for t in p.get("threads") or []):
-        if not thread.get("samples"):
+    for order, (proc, thread) in enumerate((p, t) for p in report.processes for t in p.threads):
+        if not thread.timeline:
             continue
-        culprit = proc["pid"] == verdict.get("pid") and thread["tid"] == verdict.get("tid")
-        priority = (0 if culprit else 1, 0 if proc["pid"] in chain_pids else 1,
-                    0 if thread["tid"] == proc["pid"] else 1, order)
+        culprit = proc.pid == verdict.pid and thread.tid == verdict.tid
+        priority = (0 if culprit else 1, 0 if proc.pid in chain_pids else 1,
+                    0 if thread.tid == proc.pid else 1, order)
         candidates.append((priority, order, proc, thread, culprit))
     total = len(candidates)
     kept = sorted(sorted(candidates, key=lambda c: c[0])[:MAX_TIMELINE_THREADS], key=lambda c: c[1])
@@ -99,26 +91,22 @@ def _timeline(report, cap):
             labels.append(text)
         return label_index[text]
 
-    classes_of = {p["pid"]: p.get("sample_classes") or {} for p in report.get("processes") or []}
     rows = []
     for _priority, _order, proc, thread, culprit in kept:
-        classes = classes_of.get(proc["pid"]) or {}
-        samples = sorted((s for s in thread["samples"] if isinstance(s, (list, tuple)) and len(s) >= 3),
-                         key=lambda s: s[0] or 0)
+        samples = sorted(thread.timeline, key=lambda s: s.t or 0)
         segs = []
         for i, s in enumerate(samples):
-            t, state, syscall = float(s[0] or 0), s[1], s[2]
-            band, kind, waits_on = (classes.get(sample_key(s)) or ["other", "unknown", None])[:3]
+            t, state, syscall = float(s.t or 0), s.state, s.syscall
+            band, kind, waits_on = s.cls
             cat = _CAT_INDEX.get(band, _CAT_INDEX["other"])
-            wchan = s[4] if len(s) > 4 else None
             if state == "R" or syscall == "running":
                 text = "running (%s)" % state
             else:
                 text = "%s%s [%s, %s]" % (syscall or "syscall unreadable", ": " + waits_on if waits_on else "",
                                           "state " + str(state), kind)
-                if wchan:
-                    text += " wchan " + str(wchan)
-            nxt = float(samples[i + 1][0] or 0) if i + 1 < len(samples) else None
+                if s.wchan:
+                    text += " wchan " + str(s.wchan)
+            nxt = float(samples[i + 1].t or 0) if i + 1 < len(samples) else None
             end = nxt if nxt is not None and nxt - t <= 2.5 * period else t + period
             if duration:
                 end = min(end, max(duration, t))
@@ -130,8 +118,8 @@ def _timeline(report, cap):
         if len(segs) > MAX_SEGMENTS:
             segs = _bucket(segs, max(duration, segs[-1][1]), MAX_SEGMENTS)
         rows.append({
-            "pid": proc["pid"], "tid": thread["tid"], "name": _clean(_thread_label(proc, thread), 80),
-            "role": _clean(roles.get(proc["pid"]) or "", 40), "kind": _clean(kinds.get((proc["pid"], thread["tid"])) or "", 40),
+            "pid": proc.pid, "tid": thread.tid, "name": _clean(thread.name or "?", 80),
+            "role": _clean(roles.get(proc.pid) or "", 40), "kind": _clean(kinds.get((proc.pid, thread.tid)) or "", 40),
             "culprit": culprit, "segs": [[int(round(a * 1000)), int(round(b * 1000)), c, lab] for a, b, c, lab in segs],
         })
     return {"rows": rows, "labels": labels, "total": total, "shown": len(rows), "duration": duration,
@@ -164,21 +152,18 @@ def _bucket(segs, duration, n):
     return out
 
 
-def _flame(report, cap):
-    frames = cap.get("frames") or []
-    stacks = cap.get("stacks") or []
-    roles = {p["pid"]: p.get("role") for p in report.get("processes") or []}
+def _flame(report):
+    frames, stacks = report.frames, report.stacks
+    roles = {p.pid: p.role for p in report.processes}
     frame_out, frame_index = [], {}
     stack_out, stack_index = [], {}
 
     def frame_id(i):
         if i not in frame_index:
-            f = frames[i] if isinstance(i, int) and 0 <= i < len(frames) else None
-            if not isinstance(f, (list, tuple)) or not f:
-                f = ["?", None, None]
+            function, file, line = frames[i] if isinstance(i, int) and 0 <= i < len(frames) else ("?", None, None)
             frame_index[i] = len(frame_out)
-            frame_out.append([_clean(f[0], MAX_FRAME_TEXT), _clean(f[1] if len(f) > 1 else None, MAX_FRAME_TEXT),
-                              f[2] if len(f) > 2 and isinstance(f[2], int) else None])
+            frame_out.append([_clean(function, MAX_FRAME_TEXT), _clean(file, MAX_FRAME_TEXT),
+                              line if isinstance(line, int) else None])
         return frame_index[i]
 
     def stack_id(sid):
@@ -201,16 +186,11 @@ def _flame(report, cap):
         return stack_index[sid]
 
     entries = []
-    for proc in cap.get("processes") or []:
-        for thread in proc.get("threads") or []:
+    for proc in report.processes:
+        for thread in proc.threads:
             counts = {}
-            for run in thread.get("stack_samples") or []:
-                try:
-                    sid, n = run
-                except (TypeError, ValueError):
-                    continue
-                if isinstance(n, int) and n > 0:
-                    counts[sid] = counts.get(sid, 0) + n
+            for sid, n in thread.stack_runs:
+                counts[sid] = counts.get(sid, 0) + n
             for sid, n in counts.items():
                 entries.append((n, proc, thread, sid))
     dropped = 0
@@ -223,22 +203,21 @@ def _flame(report, cap):
         s = stack_id(sid)
         if s is None:
             continue
-        pid = proc["pid"]
+        pid = proc.pid
         if pid not in by_pid:
             by_pid[pid] = {"pid": pid, "role": _clean(roles.get(pid) or "", 40),
                            "cmd": _clean(command_text(proc, 80)), "threads": [], "samples": 0}
             procs.append(by_pid[pid])
-        key = (pid, thread["tid"])
+        key = (pid, thread.tid)
         if key not in threads_by_key:
-            threads_by_key[key] = {"tid": thread["tid"], "name": _clean(_thread_label(proc, thread), 80), "stacks": []}
+            threads_by_key[key] = {"tid": thread.tid, "name": _clean(thread.name or "?", 80), "stacks": []}
             by_pid[pid]["threads"].append(threads_by_key[key])
         threads_by_key[key]["stacks"].append([s, n])
         by_pid[pid]["samples"] += n
-    order = {p["pid"]: i for i, p in enumerate(cap.get("processes") or [])}
+    order = {p.pid: i for i, p in enumerate(report.processes)}
     procs.sort(key=lambda p: order.get(p["pid"], 0))
-    window = cap.get("window") or {}
     return {"frames": frame_out, "stacks": stack_out, "procs": procs, "dropped_samples": dropped,
-            "rate_hz": window.get("stack_rate_hz")}
+            "rate_hz": report.window.stack_rate_hz}
 
 
 def _downsample(points, n):
@@ -248,37 +227,29 @@ def _downsample(points, n):
     return [points[int(i * step)] for i in range(n)]
 
 
-def _gpu(cap):
-    gpu = cap.get("gpu") or {}
-    if not gpu.get("available"):
-        return {"available": False, "reason": _clean(gpu.get("reason") or "no GPU data in the capture", 300)}
-    infos = {d.get("index"): d for d in gpu.get("devices") or [] if isinstance(d, dict)}
-    samples = [s for s in gpu.get("samples") or [] if isinstance(s, (list, tuple)) and len(s) >= 3]
-    gpm = [g for g in gpu.get("gpm") or [] if isinstance(g, (list, tuple)) and len(g) >= 5]
+def _gpu(report):
+    gpu = report.gpu
+    if not gpu.available:
+        return {"available": False, "reason": _clean(gpu.reason or "no GPU data in the capture", 300)}
     devices = []
-    for index in sorted({s[1] for s in samples} | {i for i in infos if i is not None}, key=lambda x: (str(type(x)), x)):
-        mine = sorted((s for s in samples if s[1] == index), key=lambda s: s[0] or 0)
-        g = sorted((x for x in gpm if x[1] == index), key=lambda x: x[0] or 0)
-        info = infos.get(index) or {}
+    for series in gpu.series:
         devices.append({
-            "index": index, "name": _clean(info.get("name") or "GPU", 80),
-            "util": _downsample([[_num(s[0]), _num(s[2], 1)] for s in mine if s[2] is not None], MAX_GPU_POINTS),
-            "memutil": _downsample([[_num(s[0]), _num(s[3], 1)] for s in mine if len(s) > 3 and s[3] is not None],
-                                   MAX_GPU_POINTS),
-            "sm": _downsample([[_num(x[0]), _num(x[2], 2)] for x in g if x[2] is not None], MAX_GPU_POINTS),
-            "tensor": _downsample([[_num(x[0]), _num(x[4], 2)] for x in g if x[4] is not None], MAX_GPU_POINTS),
+            "index": series.index, "name": _clean(series.name or "GPU", 80),
+            "util": _downsample([[_num(t), _num(v, 1)] for t, v in series.util], MAX_GPU_POINTS),
+            "memutil": _downsample([[_num(t), _num(v, 1)] for t, v in series.memutil], MAX_GPU_POINTS),
+            "sm": _downsample([[_num(t), _num(v, 2)] for t, v in series.sm], MAX_GPU_POINTS),
+            "tensor": _downsample([[_num(t), _num(v, 2)] for t, v in series.tensor], MAX_GPU_POINTS),
         })
     return {"available": True, "devices": devices}
 
 
 def chart_data(report):
-    cap = report.get("capture") or {}
-    v = report.get("verdict") or {}
+    v = report.verdict
     return {
-        "verdict": {"pid": v.get("pid"), "tid": v.get("tid")},
-        "timeline": _timeline(report, cap),
-        "flame": _flame(report, cap),
-        "gpu": _gpu(cap),
+        "verdict": {"pid": v.pid, "tid": v.tid},
+        "timeline": _timeline(report),
+        "flame": _flame(report),
+        "gpu": _gpu(report),
     }
 
 
@@ -301,15 +272,12 @@ def _list(items):
 
 
 def render(report):
-    v = report.get("verdict") or {}
-    window = report.get("window") or {}
-    cap = report.get("capture") or {}
-    tool = report.get("tool") or {}
-    host = cap.get("host") or {}
+    v = report.verdict
+    window = report.window
+    tool = report.tool
     data = chart_data(report)
-    culprit = "pid %s, tid %s%s" % (v.get("pid"), v.get("tid"),
-                                    " '%s'" % v["thread_name"] if v.get("thread_name") else "")
-    title = "stalldiag: %s" % (v.get("category") or "?")
+    culprit = "pid %s, tid %s%s" % (v.pid, v.tid, " '%s'" % v.thread_name if v.thread_name else "")
+    title = "stalldiag: %s" % (v.category or "?")
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -319,28 +287,28 @@ def render(report):
         "</head><body>",
         "<header><h1>%s</h1>" % esc(title),
         '<p class="meta">%swindow %.1f s, %s samples at %s Hz%s</p></header>' % (
-            esc(host.get("hostname") or "") + " &middot; " if host.get("hostname") else "",
-            float(window.get("duration_s") or 0), esc(window.get("samples")), esc(window.get("rate_hz")),
-            " &middot; interrupted (%s)" % esc(window["interrupted"]) if window.get("interrupted") else ""),
-        '<section id="verdict" class="verdict conf-%s">' % esc(v.get("confidence") or "none"),
+            esc(report.hostname or "") + " &middot; " if report.hostname else "",
+            float(window.duration_s or 0), esc(window.samples), esc(window.rate_hz),
+            " &middot; interrupted (%s)" % esc(window.interrupted) if window.interrupted else ""),
+        '<section id="verdict" class="verdict conf-%s">' % esc(v.confidence or "none"),
         "<h2>Verdict</h2><dl>",
-        "<dt>category</dt><dd><code>%s</code></dd>" % esc(v.get("category")),
-        '<dt>summary</dt><dd class="summary">%s</dd>' % esc(v.get("summary")),
+        "<dt>category</dt><dd><code>%s</code></dd>" % esc(v.category),
+        '<dt>summary</dt><dd class="summary">%s</dd>' % esc(v.summary),
         "<dt>culprit</dt><dd>%s</dd>" % esc(culprit),
         "<dt>confidence</dt><dd>%s%s%s</dd>" % (
-            esc(v.get("confidence")),
-            ", resting on " + esc(v["confidence_rests_on"]) if v.get("confidence_rests_on") else "",
+            esc(v.confidence),
+            ", resting on " + esc(v.confidence_rests_on) if v.confidence_rests_on else "",
             "<br>not ruled out: %s<br>would settle it: %s" % (
-                esc("; ".join(v["alternatives"])), esc("; ".join(v.get("to_settle") or [])))
-            if v.get("alternatives") else ""),
-        '<dt>chain</dt><dd class="chain">%s</dd>' % esc(report.get("chain_text") or "-"),
+                esc("; ".join(v.alternatives)), esc("; ".join(v.to_settle or [])))
+            if v.alternatives else ""),
+        '<dt>chain</dt><dd class="chain">%s</dd>' % esc(report.chain_text or "-"),
         "</dl></section>",
-        '<section id="evidence"><h2>Evidence</h2>%s</section>' % _list(v.get("evidence") or []),
+        '<section id="evidence"><h2>Evidence</h2>%s</section>' % _list(v.evidence or []),
         '<section id="findings"><h2>Findings</h2>%s</section>' % (
-            "<ul>" + "".join("<li><b>%s</b>: %s</li>" % (esc(f.get("kind")), esc(f.get("summary")))
-                             for f in report.get("findings") or []) + "</ul>"
-            if report.get("findings") else "<p class=muted>none</p>"),
-        '<section id="limitations"><h2>Not observed / limitations</h2>%s</section>' % _list(report.get("limitations") or []),
+            "<ul>" + "".join("<li><b>%s</b>: %s</li>" % (esc(f.kind), esc(f.summary))
+                             for f in report.findings) + "</ul>"
+            if report.findings else "<p class=muted>none</p>"),
+        '<section id="limitations"><h2>Not observed / limitations</h2>%s</section>' % _list(report.limitations),
         '<section id="processes"><h2>Processes</h2>%s%s</section>' % (
             _table(PROCESS_HEADER, process_rows(report), "procs"), _threads_table(report)),
         _failed_calls_html(report),
@@ -369,7 +337,7 @@ def render(report):
         _gpu_html(report),
         '<div id="gpu" class="chart"></div></section>',
         '<footer>%s %s &middot; capture schema %s</footer>' % (
-            esc(tool.get("name") or "stalldiag"), esc(tool.get("version") or ""), esc(report.get("schema_version"))),
+            esc((tool and tool.name) or "stalldiag"), esc((tool and tool.version) or ""), esc(report.schema_version)),
         '<div id="tip" class="tip" hidden></div>',
         '<script type="application/json" id="stalldiag-data">%s</script>' % _json_for_script(data),
         "<script>%s</script>" % JS,
@@ -380,43 +348,41 @@ def render(report):
 
 def _threads_table(report):
     rows = []
-    for proc in report.get("processes") or []:
-        for t in proc.get("threads") or []:
-            residency = ", ".join("%s %d%%" % (k, round(100 * s))
-                                  for k, s in list((t.get("residency") or {}).items())[:4])
-            rows.append([proc["pid"], t.get("tid"), _clean(t.get("name"), 80), t.get("kind") or "-",
-                         t.get("samples") if t.get("samples") is not None else "-", residency or "-",
-                         "%.2f" % t["cpu_seconds"] if t.get("cpu_seconds") is not None else "-"])
+    for proc in report.processes:
+        for t in proc.threads:
+            residency = ", ".join("%s %d%%" % (k, round(100 * s)) for k, s in list((t.residency or {}).items())[:4])
+            rows.append([proc.pid, t.tid, _clean(t.name, 80), t.kind or "-",
+                         t.samples if t.samples is not None else "-", residency or "-",
+                         "%.2f" % t.cpu_seconds if t.cpu_seconds is not None else "-"])
     note = ""
     if len(rows) > MAX_THREAD_TABLE:
         note = '<p class="note">first %d of %d threads</p>' % (MAX_THREAD_TABLE, len(rows))
         rows = rows[:MAX_THREAD_TABLE]
     return ('<details><summary>Threads (%d)</summary>%s%s</details>'
-            % (sum(len(p.get("threads") or []) for p in report.get("processes") or []), note,
+            % (sum(len(p.threads) for p in report.processes), note,
                _table(["pid", "tid", "thread", "kind", "samples", "residency", "CPU s"], rows, "threads")))
 
 
 def _failed_calls_html(report):
     """--syscalls exact: the calls that failed, per process (only when some did)."""
-    failed = failed_calls(report)
-    if not failed:
+    if not report.failed_calls:
         return ""
     return ('<section id="failed-calls"><h2>Failed syscalls (exact counts)</h2>%s</section>'
-            % _list(["pid %d: %s" % (pid, failed_text(calls)) for pid, calls in failed.items()]))
+            % _list(["pid %d: %s" % (failed.pid, failed_text(failed.calls)) for failed in report.failed_calls]))
 
 
 def _output_tail_html(report):
     """The last lines each process wrote to its regular-file stdout/stderr and logs."""
-    tails = output_tails(report)
+    tails = report.output_tails
     if not tails:
         return ""
     out = ['<section id="output-tail"><h2>Last lines written</h2>',
            '<p class="help">The newest lines of the regular files each process writes to (redacted); '
            'lines that look like an error or a retry are marked.</p>']
-    for pid, name, entry in tails:
-        out.append('<p class="tail-file">%s</p><pre class="tail">' % esc(tail_heading(pid, name, entry)))
+    for tail in tails:
+        out.append('<p class="tail-file">%s</p><pre class="tail">' % esc(tail_heading(tail)))
         out += ['<span class="err">%s</span>' % esc(line) if looks_like_error(line) else esc(line)
-                for line in entry["lines"]]
+                for line in tail.lines]
         out.append("</pre>")
     out.append("</section>")
     # one line a row: the <pre> keeps the breaks between them
@@ -424,13 +390,13 @@ def _output_tail_html(report):
 
 
 def _gpu_html(report):
-    gpu = (report.get("capture") or {}).get("gpu") or {}
-    if not gpu.get("available"):
-        return '<p class="gpu-na">GPU: not available (%s)</p>' % esc(gpu.get("reason") or "no GPU data")
+    gpu = report.gpu
+    if not gpu.available:
+        return '<p class="gpu-na">GPU: not available (%s)</p>' % esc(gpu.reason or "no GPU data")
     out = [_table(["index", "name", "util mean", "SM (GPM)", "tensor (GPM)", "memory used / total", "MIG",
                    "ECC uncorrected"], gpu_rows(report), "gpus")]
-    if gpu.get("gpm_note"):
-        out.append('<p class="note">%s</p>' % esc(gpu["gpm_note"]))
+    if gpu.gpm_note:
+        out.append('<p class="note">%s</p>' % esc(gpu.gpm_note))
     return "".join(out)
 
 
@@ -713,3 +679,15 @@ JS = r"""
   });
 })();
 """
+
+
+class HtmlRenderer:
+    format = "html"
+    extensions = (".html", ".htm")
+
+    # render() below is this module's function, looked up when called
+    def render(self, report, color=False):
+        return render(report)
+
+    def render_incident(self, incident, color=False):
+        return None     # no HTML incident page yet

@@ -3,7 +3,7 @@
 One "sampled" profile per thread that py-spy sampled, its samples in time
 order (the run-length encoding of the capture expanded), each sample a list
 of frame indexes root first, every weight 1 (unit "none": one py-spy sample).
-Frame indexes are the capture's own frames table.
+Frame indexes are the report's frames table (the capture's).
 """
 import json
 
@@ -22,17 +22,14 @@ def _text(value):
 
 
 def speedscope(report):
-    cap = report.get("capture") or {}
-    frames = cap.get("frames") or []
-    stacks = cap.get("stacks") or []
+    frames, stacks = report.frames, report.stacks
     shared = []
     for f in frames:
-        f = f if isinstance(f, (list, tuple)) and f else ["?"]
-        entry = {"name": _text(f[0]) or "?"}
-        if len(f) > 1 and f[1]:
-            entry["file"] = _text(f[1])
-        if len(f) > 2 and isinstance(f[2], int):
-            entry["line"] = f[2]
+        entry = {"name": _text(f.function) or "?"}
+        if f.file:
+            entry["file"] = _text(f.file)
+        if isinstance(f.line, int):
+            entry["line"] = f.line
         shared.append(entry)
     unknown = None
 
@@ -55,37 +52,31 @@ def speedscope(report):
                 out.append(unknown)
         return out
 
-    verdict = report.get("verdict") or {}
+    verdict = report.verdict
     profiles, active = [], 0
-    for proc in cap.get("processes") or []:
-        for thread in proc.get("threads") or []:
+    for proc in report.processes:
+        for thread in proc.threads:
             samples = []
-            for run in thread.get("stack_samples") or []:
-                try:
-                    stack_id, count = run
-                except (TypeError, ValueError):
-                    continue
-                if not isinstance(count, int) or count <= 0:
-                    continue
+            for stack_id, count in thread.stack_runs:
                 stack = root_first(stack_id)
                 samples.extend([stack] * count)
             if not samples:
                 continue
-            if proc.get("pid") == verdict.get("pid") and thread.get("tid") == verdict.get("tid"):
+            if proc.pid == verdict.pid and thread.tid == verdict.tid:
                 active = len(profiles)
-            name = thread.get("python_name") or thread.get("name") or "?"
+            name = thread.name or "?"
             profiles.append({
                 "type": "sampled",
-                "name": "pid %s tid %s %s" % (proc.get("pid"), thread.get("tid"), _text(name)),
+                "name": "pid %s tid %s %s" % (proc.pid, thread.tid, _text(name)),
                 "unit": "none",
                 "startValue": 0,
                 "endValue": len(samples),
                 "samples": samples,
                 "weights": [1] * len(samples),
             })
-    title = "stalldiag: %s" % (verdict.get("category") or "?")
-    if verdict.get("summary"):
-        title += " \u2014 %s" % _text(verdict["summary"])
+    title = "stalldiag: %s" % (verdict.category or "?")
+    if verdict.summary:
+        title += " \u2014 %s" % _text(verdict.summary)
     return {
         "$schema": SCHEMA,
         "shared": {"frames": shared},
@@ -101,3 +92,15 @@ def render(report):
     if data["activeProfileIndex"] is None:
         del data["activeProfileIndex"]
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+class SpeedscopeRenderer:
+    format = "speedscope"
+    extensions = (".speedscope.json",)
+
+    # render() below is this module's function, looked up when called
+    def render(self, report, color=False):
+        return render(report)
+
+    def render_incident(self, incident, color=False):
+        return None     # an incident has no stacks
