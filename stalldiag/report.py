@@ -10,9 +10,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
-from .diagnosis import (detail_text, device_summaries, diagnose, file_changes, sample_kind, stdio_changes,
-                        visible_devices)
-from .diagnosis import kinds as thread_kinds
+from .diagnosis import diagnose, sample_key
 from .render.model import (UNCLASSIFIED, CallFailures, ChainStep, ExactCounts, FailedCall, Failure, FileChange, Files,
                            Finding, Frame, FrameLocals, GpuDevice, GpuSeries, GpuSummary, GpuUse, GpuWindow,
                            OutputTail, ProcessRow, RankGroup, RankRow, Ranks, Report, Sample, SampleClass, StackRun,
@@ -30,18 +28,11 @@ def build_report(capture):
     return build(capture).to_dict()
 
 
-def sample_key(sample):
-    """The key of one /proc sample [t, state, syscall, detail index, wchan] in sample_classes."""
-    padded = (list(sample) + [None] * 5)[1:5]
-    return "|".join("" if v is None else str(v) for v in padded)
-
-
 # --- what the report takes from the diagnosis beyond diagnose()'s dict --------------------------
 #
 # diagnose(capture) returns {"verdict", "findings", "roles", "chain", "chain_text", "ranks", "threads",
-# "gpu_devices"}; the report needs a few more facts, which today it recomputes with the diagnosis's
-# helpers. _diagnosis_facts() is the ONE place that does: when diagnose() returns these itself (a typed
-# record), replace its body with that record's fields, and nothing else in report.py changes.
+# "gpu_devices", "processes", "gpu_summaries"}: the last two are what the report shows of each process
+# (its samples' classes, files, stdio, GPUs) and of each GPU, read by the diagnosis with the rest, once.
 
 @dataclass
 class ProcessFacts:
@@ -61,44 +52,13 @@ class DiagnosisFacts:
 
 
 def _diagnosis_facts(capture, result):
-    """Every read of stalldiag.diagnosis that report.py makes besides diagnose() (see above)."""
-    window = capture.get("window") or {}
-    window_end = (window.get("start") or 0) + (window.get("duration_s") or 0)
-    devices = (capture.get("gpu") or {}).get("devices") or []
-
-    def sample_classes(proc):
-        """What each distinct /proc sample of a process was: sample_key -> (band (kinds.py: running,
-        lock, io, network, sleep, child, other), kind, what it waits on)."""
-        details = proc.get("details") or []
-        classes, seen = {}, set()
-        for thread in proc.get("threads") or []:
-            for sample in thread.get("samples") or []:
-                if not isinstance(sample, (list, tuple)) or len(sample) < 3:
-                    continue
-                fields = tuple(sample[1:5])     # a sample seen before is not keyed again (most are)
-                if fields in seen:
-                    continue
-                seen.add(fields)
-                key = sample_key(sample)
-                if key in classes:
-                    continue
-                state, syscall = sample[1], sample[2]
-                index = sample[3] if len(sample) > 3 else None
-                detail = details[index] if isinstance(index, int) and 0 <= index < len(details) else None
-                kind = sample_kind(state, syscall, detail, sample[4] if len(sample) > 4 else None)
-                band = "io" if state == "D" else thread_kinds.of(kind).band
-                classes[key] = SampleClass(band, kind, detail_text(detail))
-        return classes
-
-    processes = []
-    for proc in capture.get("processes") or []:
-        processes.append(ProcessFacts(
-            sample_classes=sample_classes(proc),
-            files=file_changes(proc),
-            stdio=stdio_changes(proc, window_end),
-            gpu_devices=result["gpu_devices"].get(str(proc["pid"])) or [],
-            visible_devices=visible_devices(proc.get("env"), devices)))
-    return DiagnosisFacts(processes=processes, gpus=device_summaries(capture))
+    """The diagnosis's facts of each process and of the GPUs (diagnose() reads them once, with
+    everything else), as the report's records."""
+    processes = [ProcessFacts(
+        sample_classes={key: SampleClass(*cls) for key, cls in facts["sample_classes"].items()},
+        files=facts["files"], stdio=facts["stdio"], gpu_devices=facts["gpu_devices"],
+        visible_devices=facts["visible_devices"]) for facts in result["processes"]]
+    return DiagnosisFacts(processes=processes, gpus=result["gpu_summaries"])
 
 
 # --- the report from the capture, diagnose()'s dict and the facts -------------------------------

@@ -39,6 +39,7 @@ from .gpu import device_summaries, devices_of, visible_devices  # noqa: E402,F40
 from .progress import file_changes, stdio_changes  # noqa: E402,F401
 from .ranks import group as rank_groups_of, suspects as suspect_ranks  # noqa: E402,F401
 from .threads import sample_kind  # noqa: E402,F401
+from .timeline import sample_key  # noqa: E402,F401
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,20 @@ def _threads(g):
     return threads
 
 
+def _process_facts(g):
+    """What the report shows of each process that the diagnosis reads anyway: each distinct /proc
+    sample's class, the files it read, wrote and opened, its stdout and stderr, its GPUs."""
+    from .gpu import visible_devices
+    from .motion import file_changes
+    from .progress import stdio_changes
+    from .timeline import sample_classes
+    window_end = (g.window.start or 0) + (g.window.duration_s or 0)
+    devices = [{"index": d.index, "uuid": d.uuid or ""} for d in g.gpu.devices]
+    return [{"pid": proc.pid, "sample_classes": sample_classes(proc), "files": file_changes(proc),
+             "stdio": stdio_changes(proc, window_end), "gpu_devices": g.devices_of(proc.pid),
+             "visible_devices": visible_devices(proc.env, devices)} for proc in g.proc_list]
+
+
 def _result(result):
     g, walk = result.graph, result.walk
     out = {
@@ -178,6 +193,9 @@ def _result(result):
         "ranks": _ranks(g),
         "threads": _threads(g),
         "gpu_devices": {str(pid): g.devices_of(pid) for pid in g.procs},   # read once, for the report
+        # for the report's timelines, files and GPU window: read once here, never again after
+        "processes": _process_facts(g),
+        "gpu_summaries": g.gpus,
     }
     if walk is None:
         return dict(out, verdict=_nothing(g), findings=[], chain=[], chain_text="")
