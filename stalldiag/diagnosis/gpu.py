@@ -74,16 +74,18 @@ class DeviceSummary:
         return ", ".join(parts)
 
 
-def device_summaries(capture):
-    gpu = capture.get("gpu") or {}
-    if not gpu.get("available"):
+def device_summaries(gpus):
+    """index -> DeviceSummary of each GPU over the window, of a types.Gpus (or a capture's dict)."""
+    from .types import Gpus
+    if isinstance(gpus, dict):
+        gpus = Gpus.of(gpus)
+    if not gpus.available:
         return {}
-    infos = {d.get("index"): d for d in gpu.get("devices") or []}
     out = {}
-    for index in sorted({s[1] for s in gpu.get("samples") or []} | set(infos)):
-        samples = [s for s in gpu.get("samples") or [] if s[1] == index]
-        gpm = [g for g in gpu.get("gpm") or [] if g[1] == index]
-        out[index] = DeviceSummary(index, infos.get(index), samples, gpm)
+    for index in sorted({s[1] for s in gpus.samples} | set(gpus.infos)):
+        samples = [s for s in gpus.samples if s[1] == index]
+        gpm = [g for g in gpus.gpm if g[1] == index]
+        out[index] = DeviceSummary(index, gpus.infos.get(index), samples, gpm)
     return out
 
 

@@ -21,7 +21,7 @@ from .retry import retrying
 from .state import RUNNING_SHARE, classify, process_condition
 from . import kinds
 from .threads import thread_views
-from .types import Gpus, Machine, Resources, Window, output_tails, processes, syscall_errors, waits
+from .types import read
 from .views import ACTIVITY_RANK, idle_helper, stuck_handler, waited_targets
 
 
@@ -133,37 +133,39 @@ class WaitGraph:
     follows these edges; the end of the walk is the culprit.
     """
     def __init__(self, capture):
-        self.window = Window.of(capture)
-        self.machine = Machine.of(capture)
-        self.root_pid = (capture.get("request") or {}).get("pid")   # the pid inspected
-        self.proc_list = processes(capture)
+        facts = self.facts = read(capture)   # (a capture, or its Facts)
+        self.window = facts.window
+        self.machine = facts.machine
+        self.root_pid = facts.request_pid   # the pid inspected
+        self.proc_list = facts.processes
         self.procs = {p.pid: p for p in self.proc_list}
-        self.views = thread_views(capture, self.proc_list)
+        self.views = thread_views(facts)
         self.by_pid = {}
         for view in self.views:
             self.by_pid.setdefault(view.pid, []).append(view)
         self.barriers = barrier_parties(self.views)
         self.barrier_pids = {v.pid for _call, members in self.barriers for v in members}
         self.roles = assign_roles(self.proc_list, self.root_pid, self.by_pid, self.barrier_pids)
-        self.skipped_children = capture.get("skipped_children") or 0
+        self.skipped_children = facts.skipped_children
         self._edges = {}
         self._retries = {}
         self.holders = _endpoint_holders(self.proc_list)
-        self.gpu = Gpus.of(capture)
-        self.gpus = device_summaries(capture)
-        self.resources = Resources.of(capture)   # None: the probe did not run or failed
+        self.gpu = facts.gpu
+        self.gpus = device_summaries(facts.gpu)
+        self.resources = facts.resources   # None: the probe did not run or failed
         duration = self.window.duration_s or 0
         self.states = {}
         for view in self.views:
             view.state = classify(view, duration, self.gpus, self.devices_of(view.pid))
             self.states[(view.pid, view.tid)] = view.state
             _kind_from_state(view)
-        self.file_locks, self.file_waits, self.joins, self.gil, self.wakers = waits(capture)
-        self.output = output_tails(capture)          # pid -> OutputTail
-        self.syscall_errors = syscall_errors(capture)
+        self.file_locks, self.file_waits, self.joins = facts.file_locks, facts.file_waits, facts.joins
+        self.gil, self.wakers = facts.gil, facts.wakers
+        self.output = facts.output          # pid -> OutputTail
+        self.syscall_errors = facts.syscall_errors
         self.window_samples = max([v.n_samples for v in self.views] + [0])
-        self.unix_peers = {int(k): v for k, v in (capture.get("unix_peers") or {}).items()}
-        self.tcp_peers = {int(k): v for k, v in (capture.get("tcp_peers") or {}).items()}
+        self.unix_peers = facts.unix_peers
+        self.tcp_peers = facts.tcp_peers
         for _call, members in self.barriers:
             for view in members:
                 view.kind = "collective"

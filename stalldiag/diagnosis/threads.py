@@ -48,7 +48,7 @@ IDLE_KINDS = kinds.names(idle=True)
 class ThreadView:
     """What one thread did over the window, ready for rules and renderers."""
 
-    def __init__(self, proc, thread, capture):
+    def __init__(self, proc, thread, facts):
         self.proc = proc             # a types.Process
         self.thread = thread         # a types.Thread
         self.state = None            # a state.ThreadState, set by the graph once GPUs are known
@@ -77,7 +77,7 @@ class ThreadView:
             if detail_index is not None:
                 self.detail_counts[detail_index] += n
         self.details = details
-        self.stacks = _expand_stacks(thread.stack_samples, capture)
+        self.stacks = _expand_stacks(thread.stack_samples, facts)
         self.n_stack_samples = sum(n for _s, n in self.stacks)
         # samples with frames: a read that raced the thread keeps its sample but no frames
         # (probes/stacks.py), and shares are of what was seen, not of what was lost
@@ -89,7 +89,7 @@ class ThreadView:
         prompt = _source_share(self.stacks, self.n_framed_samples, "prompt")
         if prompt and self._reads_stdin():
             self.context_share["prompt"] = self.context_share.get("prompt", 0) + prompt
-        if _holds_gpu(proc, capture):
+        if proc.pid in facts.gpu.holders:
             cuda = _source_share(self.stacks, self.n_framed_samples, "cuda")
             if cuda:
                 self.context_share["cuda"] = self.context_share.get("cuda", 0) + cuda
@@ -212,12 +212,6 @@ def _wait_frame_kind(stack, matches):
     return matches[0][1].kind
 
 
-def _holds_gpu(proc, capture):
-    if any(t.startswith("/dev/nvidia") and t[len("/dev/nvidia"):].isdigit() for t in proc.endpoints):
-        return True
-    return str(proc.pid) in ((capture.get("gpu") or {}).get("processes") or {})
-
-
 def _source_share(stacks, total, kind):
     """Share of stack samples whose innermost user line implies `kind` (e.g. x.item() -> cuda)."""
     if not total:
@@ -305,9 +299,8 @@ def _dominant(counter, total):
     return kind, count / total
 
 
-def _expand_stacks(runs, capture):
-    frames = capture.get("frames") or []
-    stacks = capture.get("stacks") or []
+def _expand_stacks(runs, facts):
+    frames, stacks = facts.frames, facts.stacks
     out = []
     for run in runs:
         try:
@@ -319,10 +312,6 @@ def _expand_stacks(runs, capture):
     return out
 
 
-def thread_views(capture, procs=None):
-    """A ThreadView of every thread; procs: the capture's types.Process records, if made."""
-    views = []
-    for proc in procs if procs is not None else processes(capture):
-        for thread in proc.threads:
-            views.append(ThreadView(proc, thread, capture))
-    return views
+def thread_views(facts):
+    """A ThreadView of every thread of a types.Facts."""
+    return [ThreadView(proc, thread, facts) for proc in facts.processes for thread in proc.threads]

@@ -307,6 +307,11 @@ class Gpus:
     process_util: Dict[int, List[list]] = field(default_factory=dict)
     pcie: List[list] = field(default_factory=list)
     xid_events: List[Dict[str, Any]] = field(default_factory=list)
+    samples: List[list] = field(default_factory=list)
+    gpm: List[list] = field(default_factory=list)
+    infos: Dict[int, Dict[str, Any]] = field(default_factory=dict)   # index -> the probe's device dict
+    holders: frozenset = frozenset()      # pids NVML listed on a GPU (the probe's "processes")
+    raw: Dict[str, Any] = field(default_factory=dict)   # the probe's record as captured, for the report
 
     @classmethod
     def of(cls, capture):
@@ -323,7 +328,11 @@ class Gpus:
                             and isinstance(d.get("index"), int)],
                    memory=memory,
                    process_util={pid: rows or [] for pid, rows in _by_int(raw.get("process_util"))},
-                   pcie=list(raw.get("pcie") or []), xid_events=list(raw.get("xid_events") or []))
+                   pcie=list(raw.get("pcie") or []), xid_events=list(raw.get("xid_events") or []),
+                   samples=[s for s in raw.get("samples") or [] if isinstance(s, (list, tuple)) and len(s) > 2],
+                   gpm=[r for r in raw.get("gpm") or [] if isinstance(r, (list, tuple)) and len(r) > 4],
+                   infos={d.get("index"): d for d in raw.get("devices") or [] if isinstance(d, dict)},
+                   holders=frozenset(pid for pid, _info in _by_int(raw.get("processes"))), raw=raw)
 
     def devices_of(self, pid, proc=None):
         """GPU indices a process uses: NVML's process list, else the /dev/nvidiaN files it holds
@@ -393,6 +402,58 @@ def syscall_errors(capture):
     exact = capture.get("exact_syscalls")
     rows = (exact.get("errors") if isinstance(exact, dict) else None) or []
     return [tuple(row) for row in rows if isinstance(row, (list, tuple)) and len(row) == 3]
+
+
+# -- the capture, read once ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything the diagnosis and the report read of a capture, read from it once: no step after
+    this one opens the capture's dicts."""
+    request_pid: Optional[int]
+    window: Window
+    machine: Machine
+    processes: List[Process]
+    frames: List[Any]                    # py-spy's frames table: [function, file, line, source]
+    stacks: List[List[int]]              # stack id -> frame ids, leaf first
+    gpu: Gpus
+    resources: Optional["Resources"]
+    file_locks: List["FileLock"]
+    file_waits: Dict[Any, "FileWait"]
+    joins: Dict[Any, "Join"]
+    gil: Dict[int, "GilOwner"]
+    wakers: Dict[Any, List["WakerRecord"]]
+    output: Dict[int, OutputTail]        # pid -> the last lines it wrote
+    output_raw: Dict[str, Any]           # the output tails as captured, for the report's own records
+    syscall_errors: List[tuple]
+    exact_syscalls: Optional[Dict[str, Any]]
+    unix_peers: Dict[int, Any]
+    tcp_peers: Dict[int, Any]
+    skipped_children: int
+    limitations: List[str]
+    tool: Optional[Dict[str, Any]]
+    schema_version: Any
+    hostname: Optional[str]
+
+
+def read(capture):
+    """The Facts of a capture (a Facts is returned as it is)."""
+    if isinstance(capture, Facts):
+        return capture
+    file_locks, file_waits, joins, gil, wakers = waits(capture)
+    exact = capture.get("exact_syscalls")
+    return Facts(
+        request_pid=(capture.get("request") or {}).get("pid"),
+        window=Window.of(capture), machine=Machine.of(capture), processes=processes(capture),
+        frames=list(capture.get("frames") or []), stacks=list(capture.get("stacks") or []),
+        gpu=Gpus.of(capture), resources=Resources.of(capture),
+        file_locks=file_locks, file_waits=file_waits, joins=joins, gil=gil, wakers=wakers,
+        output=output_tails(capture), output_raw=dict(capture.get("output_tail") or {}),
+        syscall_errors=syscall_errors(capture), exact_syscalls=exact if isinstance(exact, dict) else None,
+        unix_peers=dict(_by_int(capture.get("unix_peers"))), tcp_peers=dict(_by_int(capture.get("tcp_peers"))),
+        skipped_children=capture.get("skipped_children") or 0,
+        limitations=list(capture.get("limitations") or []), tool=capture.get("tool"),
+        schema_version=capture.get("schema_version"), hostname=(capture.get("host") or {}).get("hostname"))
 
 
 # -- the wait probes' records ----------------------------------------------------------------
