@@ -53,8 +53,11 @@ def assign_roles(procs, root_pid, views_by_pid=None, parties=()):
             roles[pid] = row.role
         elif "dataloader-worker" in contexts:
             roles[pid] = "dataloader-worker"
+        elif "debug-server" in contexts:
+            roles[pid] = "debug-server"     # (it inherited its rank's RANK: it is no rank)
         elif rank is not None:
             roles[pid] = "rank %d" % rank
+    _children_of_ranks(procs, roles)
     _unnumbered_ranks(procs, roles, root_pid, parties)
     if root_pid not in roles and _starts_ranks(procs, roles, root_pid):
         roles[root_pid] = "launcher"     # a script that starts the ranks itself, as torchrun does
@@ -63,6 +66,15 @@ def assign_roles(procs, root_pid, views_by_pid=None, parties=()):
         if proc.pid not in roles:
             roles[proc.pid] = "main" if main is not None and proc is main else "child"
     return roles
+
+
+def _children_of_ranks(procs, roles):
+    """A process forked by a rank inherits its RANK: one whose parent is the rank of that number is
+    a child of the rank (a helper it started), not a second rank."""
+    parents = {p.pid: p.ppid for p in procs}
+    for pid, role in list(roles.items()):
+        if str(role).startswith("rank ") and roles.get(parents.get(pid)) == role:
+            roles[pid] = "child"
 
 
 def _unnumbered_ranks(procs, roles, root_pid, parties=()):
@@ -320,9 +332,10 @@ class WaitGraph:
         return [p for p in self.proc_list if p.ppid == pid and p.exited_at is not None]
 
     def helper(self, pid):
-        """multiprocessing's resource tracker or fork server: it holds the pipe ends it inherited
-        and writes to none of them, so it ends nobody's wait."""
-        return self.roles.get(pid) == "mp-helper"
+        """multiprocessing's resource tracker or fork server (it holds the pipe ends it inherited
+        and writes to none of them), PyTorch's debug server frontend (it waits for requests): it
+        ends nobody's wait."""
+        return self.roles.get(pid) in ("mp-helper", "debug-server")
 
     def related(self, pid_a, pid_b):
         a, b = self.procs.get(pid_a), self.procs.get(pid_b)

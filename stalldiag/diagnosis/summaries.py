@@ -91,8 +91,9 @@ def file_wait(scene):
     if not wait or view.kind not in ("sleep", "poll", "other"):
         return None
     others = wait.others(view.pid)
-    unknown = None if wait.path else "the path it polls (the loop's locals could not be read)"
-    facts = dict(waiter=view, wait=wait, others=others)
+    path = wait.path or path_in_source(view)
+    unknown = None if path else "the path it polls (neither the loop's locals nor its source name it)"
+    facts = dict(waiter=view, wait=wait, others=others, path=path)
     if is_lock_file(wait):
         kind = M.STALE_LOCK_FILE if wait.exists and not others else M.LOCK_FILE
     else:
@@ -100,32 +101,57 @@ def file_wait(scene):
     return Finding.about(kind, view, unknown=unknown, **facts)
 
 
-def _path(wait):
-    return wait.path or "a file whose path could not be read"
+def path_in_source(view):
+    """A path the poll loop's own source spells out (`while not os.path.exists("/data/done"):`):
+    the first string literal of its line or loop header that looks like a path."""
+    import ast
+    frame = view.user_frame()
+    source = frame[3] if frame is not None and len(frame) > 3 and isinstance(frame[3], dict) else {}
+    for code in [source.get("code"), (source.get("loop") or {}).get("code")]:
+        text = (code or "").strip()
+        if text.endswith(":"):
+            text += " pass"
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and "/" in node.value \
+                    and " " not in node.value.strip():
+                return node.value
+    return None
 
 
-def stale_lock_file(g, waiter, wait, others):
+def _path(wait, path=None):
+    return path or wait.path or "a file whose path could not be read"
+
+
+def _exists(wait):
+    # (the probe stats only a path it read: one read from the loop's source was not looked at)
+    return "whether it exists was not read" if not wait.path else "it exists" if wait.exists else "it does not exist"
+
+
+def stale_lock_file(g, waiter, wait, others, path=None):
     age = " (%.0f s old)" % wait.age_s if wait.age_s is not None else ""
     return ("Blocked on a stale lock file: %s polls %s until %s can take it; the file exists%s, and no live process "
             "holds a lock on it or has it open: an earlier run that died left it, and nothing will remove it" % (
-                waiter.label, _path(wait), wait.library or "its code", age))
+                waiter.label, _path(wait, path), wait.library or "its code", age))
 
 
-def lock_file(g, waiter, wait, others):
+def lock_file(g, waiter, wait, others, path=None):
     return "Blocked on a lock file: %s polls %s (%s), held or open by pid %s" % (
-        waiter.label, _path(wait), wait.library or "its code", ", ".join(map(str, others)) or "nobody")
+        waiter.label, _path(wait, path), wait.library or "its code", ", ".join(map(str, others)) or "nobody")
 
 
-def file_never_written(g, waiter, wait, others):
-    return ("Waiting for a file that nothing will write: %s polls for %s in a sleep loop (%s); it %s, and no live "
-            "process has it open or locked" % (waiter.label, _path(wait), wait.library or "its code",
-                                               "exists" if wait.exists else "does not exist"))
+def file_never_written(g, waiter, wait, others, path=None):
+    return ("Waiting for a file that nothing will write: %s polls for %s in a sleep loop (%s); %s, and no live "
+            "process has it open or locked" % (waiter.label, _path(wait, path), wait.library or "its code",
+                                               _exists(wait)))
 
 
-def file_wait_text(g, waiter, wait, others):
-    return "Waiting for a file: %s polls %s (%s); it %s; pid %s has it open" % (
-        waiter.label, _path(wait), wait.library or "its code", "exists" if wait.exists else "does not exist",
-        ", ".join(map(str, others)))
+def file_wait_text(g, waiter, wait, others, path=None):
+    return "Waiting for a file: %s polls %s (%s); %s; pid %s has it open" % (
+        waiter.label, _path(wait, path), wait.library or "its code", _exists(wait), ", ".join(map(str, others)))
 
 
 # --- a person at a terminal ---------------------------------------------------------------------

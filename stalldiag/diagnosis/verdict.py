@@ -26,7 +26,7 @@ class Words:
 def words(scene, findings, decision):
     kept = table.kept(findings, decision.category)
     lead = table.leading(kept)
-    text = _lead_text(scene, lead, _head(scene, decision)) if lead is not None else generic(scene, decision)
+    text = _lead_text(scene, lead, _head(scene, decision), decision) if lead is not None else generic(scene, decision)
     summary = "; ".join([text] + table.qualifiers_of(scene.g, kept, decision.category))
     return Words(summary, evidence_lines(scene, kept, decision), lead)
 
@@ -38,8 +38,12 @@ def _head(scene, decision):
     return SUMMARY[decision.category] + (", through %s" % decision.through if decision.through else "")
 
 
-def _lead_text(scene, lead, head):
+def _lead_text(scene, lead, head, decision):
     row, said = table.row(lead), table.sentence(scene.g, lead)
+    if row.root_only and decision.category == "collective" and decision.culprit.pid != scene.focus.pid:
+        # the form of the rank that is elsewhere says what it does; the collective is what the
+        # job waits in, and leads
+        return "%s; %s" % (generic(scene, decision), said[0].lower() + said[1:])
     if row.headline is not None:
         return row.headline(scene, lead, head, said)
     return "%s: %s" % (head, said)

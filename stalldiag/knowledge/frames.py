@@ -292,6 +292,10 @@ FRAMEWORK_PATTERNS = [
     _P("torch.distributed", r"torch/distributed/(elastic/agent/server/api|elastic/multiprocessing/api)\.py$",
        r"_monitor_workers|_invoke_run|run|wait",
        "launcher-wait", "the torchrun agent monitors its ranks"),
+    # PyTorch's debug server (torch.distributed.debug.start_debug_server): the HTTP frontend process
+    # rank 0 forks, which serves requests and waits on its listening socket by design
+    _P("torch.distributed.debug", r"torch/distributed/debug/_frontend\.py$", r".",
+       "debug-server", "PyTorch's debug server frontend: it waits for HTTP requests"),
 ]
 
 

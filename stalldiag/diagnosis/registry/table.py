@@ -31,6 +31,8 @@ A row says, for one mechanism (its name in names.py):
   stage           "scene" (after the walk) or "progress" (it reads the progress record)
   settle          below high: what would settle it, said to the reader
   report_facts    facts copied into the report's record of a finding, beside kind and summary
+  root_only       (summary forms) its sentence says what the root does, not how the job reaches it:
+                  under a collective whose missing rank it describes, the collective leads
 
 The order of the rows is the one precedence: the category, the summary, the confidence and the
 progress model each take the first row found that bears on them.  Nothing else orders mechanisms.
@@ -65,6 +67,7 @@ class Mechanism:
     stage: str = "scene"
     settle: Tuple[str, ...] = ()
     report_facts: Tuple[str, ...] = ()
+    root_only: bool = False
 
 
 LONGER = "a longer window (--duration 30 or more)"
@@ -102,14 +105,17 @@ _DECIDING = (
     _summary(M.EVENT_LOOP_BLOCKED, found.on_root(found.event_loop_blocked), say.event_loop_blocked,
              headline=summaries.event_loop_blocked),
     _summary(M.STALE_LOCK_FILE, found.shared(summaries.file_wait), summaries.stale_lock_file,
-             headline=summaries.whole),
-    _summary(M.LOCK_FILE, found.shared(summaries.file_wait), summaries.lock_file, headline=summaries.whole),
+             headline=summaries.whole, root_only=True),
+    _summary(M.LOCK_FILE, found.shared(summaries.file_wait), summaries.lock_file, headline=summaries.whole,
+             root_only=True),
     _summary(M.FILE_NEVER_WRITTEN, found.shared(summaries.file_wait), summaries.file_never_written,
-             headline=summaries.whole),
-    _summary(M.FILE_WAIT, found.shared(summaries.file_wait), summaries.file_wait_text, headline=summaries.whole),
+             headline=summaries.whole, root_only=True),
+    _summary(M.FILE_WAIT, found.shared(summaries.file_wait), summaries.file_wait_text, headline=summaries.whole,
+             root_only=True),
     _summary(M.TERMINAL_INPUT, found.on_scene(summaries.terminal_input), summaries.terminal_input_text,
-             headline=summaries.terminal_headline),
-    _summary(M.PROMPT, found.on_scene(summaries.prompt), summaries.prompt_text, headline=summaries.prompt_headline),
+             headline=summaries.terminal_headline, root_only=True),
+    _summary(M.PROMPT, found.on_scene(summaries.prompt), summaries.prompt_text, headline=summaries.prompt_headline,
+             root_only=True),
     _summary(M.HALTED, found.on_scene(summaries.halted), summaries.halted_text),
     _decides(M.CONNECTION_STALL, found.from_walk(M.CONNECTION_STALL), say.cycle, category="network",
              rests_on="closed", blocks_progress=True),
