@@ -69,8 +69,8 @@ resolved through the module's imports and simple aliases (`from time import slee
 `await` does not block a thread: a call directly under `await` is not counted, and asyncio's
 coroutines appear in no thread's stack while they wait (the loop's thread sits in
 `selector.select`).  A call in code that only runs on Windows (the body of `if _mswindows:`,
-`if sys.platform == 'win32':`, `if os.name == 'nt':`, `if _winapi:`, or the `else:` of the
-negated test) marks its function `windows_only` when every definition of that qualified name is
+`if sys.platform == 'win32':`, `if os.name == 'nt':`, `if _winapi:`, `if IS_WINDOWS:`, or the `else:` of the
+negated test; and all of a module named for Windows: `windows_*`, `*_win32`) marks its function `windows_only` when every definition of that qualified name is
 in such code (subprocess defines `Popen._wait` in both branches: the POSIX one counts).
 
 Each call also records whether it sits inside a `while`/`for` loop of its function and whether it
@@ -486,6 +486,10 @@ def lock_like_with(item):
     return isinstance(expr, (ast.Name, ast.Attribute)) and bool(LOCK_LIKE.search(_last(expr) or ""))
 
 
+# modules that only exist for Windows (their names say so)
+WINDOWS_MODULES = re.compile(r"(^|\.)(windows_\w+|\w+_win32)$")
+
+
 # --- platform tests --------------------------------------------------------------------------
 
 def _platform_of(test):
@@ -760,6 +764,7 @@ def walk_file(path, module, torch=False, with_locks=True):
     package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
     walker = _Walker(module, package, _methods(tree), torch=torch, in_asyncio=module.startswith("asyncio"),
                      with_locks=with_locks)
+    walker.windows = int(bool(WINDOWS_MODULES.search(module)))
     walker.visit(tree)
     for qualname, found in walker.found.items():
         found.line, found.end_line = walker.defined[qualname]
@@ -799,13 +804,16 @@ BEGIN_LINES = "# BEGIN GENERATED _LINES"
 END_LINES = "# END GENERATED _LINES"
 
 
-def line_index(rows, stdlib_dirs, torch_dir=None):
+def line_index(rows, stdlib_dirs, torch_dir=None, defined=None):
     """{(module, bare): {minor or "torch": ((first, last, qualname), ...)}} for every bare name of a
     row that more than one function of its file defines, in the given sources
-    ({minor: lib_dir} for 3.8-3.10, and torch's dir)."""
-    defs = {minor: enumerate_stdlib(d)[1] for minor, d in stdlib_dirs.items()}
+    ({minor: lib_dir} for 3.8-3.10, and torch's dir).  `defined` ({minor or "torch": the second
+    value of enumerate_*}) saves parsing sources already parsed."""
+    defined = defined or {}
+    defs = {minor: defined[minor] if minor in defined else enumerate_stdlib(d)[1]
+            for minor, d in stdlib_dirs.items()}
     if torch_dir:
-        defs["torch"] = enumerate_torch(torch_dir)[1]
+        defs["torch"] = defined["torch"] if "torch" in defined else enumerate_torch(torch_dir)[1]
     wanted = {(r.module, r.function.rsplit(".", 1)[-1]) for r in rows}
     index = {}
     for (module, bare) in sorted(wanted):
@@ -852,13 +860,15 @@ def available_sources():
 
 
 def torch_dir():
-    import subprocess
+    """The installed PyTorch's package dir (what `python3 -c "import torch, os;
+    print(os.path.dirname(torch.__file__))"` prints), found without importing it; None if absent."""
+    import importlib.util
     try:
-        out = subprocess.run([sys.executable, "-c", "import torch, os; print(os.path.dirname(torch.__file__))"],
-                             capture_output=True, text=True, timeout=300).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
         return None
-    return out if out and os.path.isdir(out) else None
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return locations[0] if locations and os.path.isfile(os.path.join(locations[0], "__init__.py")) else None
 
 
 # --- the command line ------------------------------------------------------------------------
