@@ -2,83 +2,98 @@
 """List the functions of a Python standard library (or of PyTorch) that directly call a blocking
 primitive: the enumeration that `stalldiag/knowledge/blocking.py` is held against.
 
-    python3 tools/enumerate_blocking.py $(pyenv prefix 3.12.1)/lib/python3.12
-    python3 tools/enumerate_blocking.py --torch $(python3 -c "import torch, os; print(os.path.dirname(torch.__file__))")
-    python3 tools/enumerate_blocking.py --check LIB_DIR      # coverage against the table; exit 1 on a gap
+    python3 tools/enumerate_blocking.py $(pyenv prefix 3.12.1)/lib/python3.12     # one per line
+    python3 tools/enumerate_blocking.py --calls LIB_DIR                           # with each call
+    python3 tools/enumerate_blocking.py --torch TORCH_DIR   # $(python3 -c "import torch, os; print(os.path.dirname(torch.__file__))")
+    python3 tools/enumerate_blocking.py --check LIB_DIR     # coverage against the table; exit 1 on a gap
+    python3 tools/enumerate_blocking.py --check-all         # every Python 3.8-3.13 pyenv has, and torch
+    python3 tools/enumerate_blocking.py --write-lines       # regenerate blocking.py's _LINES
 
-Only the source is read (`ast`); nothing is imported from it.
+Only the source is read (`ast`); nothing is imported from it.  The files read are STDLIB_FILES
+(relative to the lib dir) and TORCH_FILES (relative to torch's package dir).
 
-THE RULE.  A function (its qualified name as the source defines it: `Class.method`,
-`function`, `outer.<locals>.inner`, `outer.<locals>.<lambda>`) is listed when its own body (not
-a nested def or lambda, which is listed on its own; a comprehension counts as its enclosing
-function, as it is inlined from 3.12 on) contains a call to one of these primitives.  Names are
-resolved through the module's imports and simple aliases (`from time import sleep as _sleep`,
-`_read = os.read` at module or class level, a parameter whose default is a primitive:
-`def _recv(self, size, read=_read)`).  Each call gets a *class* (the first word below):
+THE RULE.  A function is listed under its qualified name as the source defines it (`Class.method`,
+`function`, `outer.<locals>.inner`, `outer.<locals>.<lambda>`: CPython's __qualname__, which py-spy
+shows from 3.11 on) when its own body contains a call to a blocking primitive.  "Its own body": not a
+nested def, class or lambda (listed on its own), but its comprehensions (inlined into it from 3.12
+on).  Names are resolved through imports and simple aliases: module and class level `x = a.b`,
+imports anywhere in the function, a function's own `nwait = notempty.wait`, a parameter whose
+default is an alias (`def _recv(self, size, read=_read)`), a class attribute called through self
+(`_select = select.select` ... `self._select(...)`), and `iter(q.get, None)` (a call of `q.get()`
+per item).  A call is a primitive of one *class* (the enumeration reports the classes):
 
-  acquire      `X.acquire(...)` on anything (locks, semaphores, conditions, logging handlers,
-               `_imp.acquire_lock()`), unless its arguments make it non-blocking: a first
-               positional `False`/`0`, `blocking=False`, `timeout=0`.
-  wait         `X.wait(...)`, `X.wait_for(...)`; a bare `wait(...)`/`as_completed(...)`
-               imported from multiprocessing.connection or concurrent.futures.
-  join         `X.join(...)` that is not `str.join`: no arguments, a `timeout=` keyword, or one
-               argument that is a number, None, or an expression naming a time
-               (`timeout`, `self._remaining_time(endtime)`), or on a receiver named like a thread,
-               process or queue (`t`, `p`, `w`, `thread`, `*_thread`, `process`, `worker`,
-               `*_handler`, `*queue*`).  A receiver that is a string literal, `os.path`/`path`
-               or a `*sep` name is always `str.join`/`os.path.join`.
-  get, put     `X.get(...)`/`X.put(...)` on a queue-like receiver (its last name contains `queue`
-               or is `q`, `*_q`, `inqueue`, `outqueue`, `taskqueue`, ...), or any `.get` with
-               a `block=`/`timeout=` keyword; not with a first positional `False`,
-               `block=False` or `timeout=0`.  `get_nowait`/`put_nowait` never count.
-               `X.get(...)` on a receiver named `store`/`_store` (a torch.distributed Store)
-               is the class `store` (torch rule).
-  result       `X.result(...)` (a concurrent.futures Future), except in `asyncio/` (an
-               asyncio Future's result() never waits: it raises when the future is not done).
-  sleep        `time.sleep(...)`.
-  select       `select.select`, `select.poll().poll`, `select.epoll().poll`, `devpoll.poll`,
-               `kqueue.control`, and `X.select(...)`/`X.poll(...)`/`X.control(...)` on a receiver
-               named like a selector or poller (`*selector*`, `*poll*`, `*kqueue*`, `_kq`).
-  os-io        `os.read`, `os.write`, `os.readv`, `os.writev`, `os.pread`, `os.pwrite`,
-               `os.sendfile`, `os.splice`, `os.copy_file_range`, `_multiprocessing.recv/send`.
-  os-wait      `os.wait`, `os.waitpid`, `os.wait3`, `os.wait4`, `os.waitid`.
-  socket       a socket method by name, whatever the receiver: `accept`, `recv`, `recv_into`,
-               `recvfrom`, `recvfrom_into`, `recvmsg`, `recvmsg_into`, `send`, `sendall`,
-               `sendto`, `sendmsg`, `sendfile`, `connect`, `connect_ex`, `recv_fds`,
-               `send_fds`; and `create_connection`, `getaddrinfo`, `gethostbyname(_ex)`,
-               `gethostbyaddr`, `getnameinfo`, `getfqdn` (DNS).  `X.send(...)` on a generator or
-               coroutine (`coro`, `gen`, `*_gen`, `self.gen`, `_coro`) does not count.
-  ssl          `X.read/write/do_handshake/shutdown(...)` on `_sslobj` (the TLS engine over a
-               socket).
-  conn         multiprocessing Connection methods by name: `recv_bytes`, `recv_bytes_into`,
-               `send_bytes`, and `X.poll(...)` on a receiver named like a connection
-               (`conn`, `*_conn`, `c`, `reader`, `*_reader`, `r`, `sentinel...`).
-  stream       `X.read/readline/readlines/readinto/read1/peek(...)` on a receiver that is a
-               socket file or pipe (`fp`, `_fp`, `rfile`, `fh`, `stdout`, `stderr`, `stdin`,
-               `input`, `infile`), and `X.write/writelines/flush(...)` on `wfile`, `stream`,
-               `stdin`, `stdout`, `stderr` (a full pipe blocks the writer).
-  fcntl        `fcntl.flock`/`fcntl.lockf` without `LOCK_NB` in its arguments.
-  input        the builtin `input(...)`.
-  signal       `signal.pause`, `signal.sigwait`, `signal.sigwaitinfo`, `signal.sigtimedwait`.
-  windows      `_winapi.WaitForSingleObject/WaitForMultipleObjects`, `_overlapped` waits,
-               `GetQueuedCompletionStatus`: Windows-only, listed so that the table says so.
-  torch        (torch files only) `.synchronize(...)`, `torch._C._cuda_synchronize`,
-               `barrier(...)`/`X.barrier(...)`, `X.multi_get(...)` and `X.get(...)` on a store,
-               the constructor `TCPStore(...)` (connects to the master, retrying until timeout).
+  acquire    `X.acquire(...)` on anything (threading and multiprocessing locks, semaphores,
+             conditions, a logging Handler) and `_imp.acquire_lock()`; not with a first positional
+             `False`/`0`, `blocking=False`, or a literal 0 timeout.
+  with-lock  `with X:` where X is a name or attribute (not a call) whose last name looks like a
+             lock or condition (`*lock*`, `*mutex*`, `*cond*`, `condition`, `not_empty`,
+             `not_full`, `all_tasks_done`, `*_sem`, `semaphore`, `*_cv`, `wakeup`): a `with lock:`
+             is a `lock.acquire()`, and 3.13 turned many `acquire()` calls into `with` blocks.
+  wait       `X.wait(...)`, `X.wait_for(...)` (not `wait(0)`/`timeout=0`); a bare `wait(...)` or
+             `as_completed(...)` imported from multiprocessing.connection or concurrent.futures.
+  join       `X.join(...)` that is not `str.join`/`os.path.join`: no argument, a `timeout=`, or one
+             argument that is a number or None, names a time (`timeout`, `delay`, `interval`,
+             `remaining`, `deadline`), or goes to a receiver named like a thread, process or queue
+             (`t`, `p`, `w`, `*thread*`, `*process*`, `proc`, `*worker*`, `*handler`, `*queue*`);
+             `_thread._shutdown()` (3.13's join of every non-daemon thread).  A receiver that is a
+             string literal, `path`, `os.path` or `*sep` is never a join; `join(0)` does not wait.
+  get, put   `X.get(...)`/`X.put(...)` on a queue-like receiver (its last name contains `queue`,
+             or is `q`, `*_q`, `inq`, `outq`, ...), or a `.get` with a `block=`/`timeout=` keyword;
+             not with a first positional `False` (get), `block=False`, a literal 0 timeout, or a
+             second positional `False` (put).  `get_nowait`/`put_nowait` never count.
+  result     `X.result(...)`: a concurrent.futures Future; not in `asyncio/`, where a Future's
+             result() never waits (it raises when the future is not done).
+  sleep      `time.sleep(...)`.
+  select     `select.select(...)` and `X.select/poll/control(...)` on a receiver named like a
+             selector or poller (`*selector*`, `*poll*`, `*kqueue*`, `_kq`, `_ep`), unless the
+             timeout (by position: select 4th, poll/select 1st, control 3rd; or `timeout=`) is a
+             literal 0.
+  os-io      `os.read/write/readv/writev/pread/pwrite/sendfile/splice/copy_file_range`,
+             `_multiprocessing.recv/send`.
+  os-wait    `os.wait/waitpid/wait3/wait4/waitid` without `WNOHANG` among the arguments;
+             `os.system`.
+  socket     a socket method by name whatever the receiver: `accept`, `_accept`, `recv`,
+             `recv_into`, `recvfrom`, `recvfrom_into`, `recvmsg`, `recvmsg_into`, `send`, `sendall`,
+             `sendto`, `sendmsg`, `sendfile`, `connect`, `connect_ex`, `recv_fds`, `send_fds`,
+             `create_connection`, and DNS: `getaddrinfo`, `gethostbyname(_ex)`, `gethostbyaddr`,
+             `getnameinfo`, `getfqdn`.  Not `X.send(...)` to a generator or coroutine (`coro`,
+             `gen`, `*_gen`, `*_coro`).
+  conn       a multiprocessing Connection: `recv_bytes`, `recv_bytes_into`, `send_bytes`, and
+             `recv`/`send`/`poll` (not `poll(0)`) on a receiver named like a connection (`c`,
+             `conn`, `connection`, `reader`, `writer`, `pipe`, `*_conn`, `*_reader`, `*_writer`,
+             `*_pipe`).
+  ssl        `_sslobj.read/write/do_handshake/shutdown(...)` (the TLS engine).
+  stream     a read (`read`, `readline`, `readlines`, `readinto`, `read1`, `peek`) of a socket
+             file, a pipe or a terminal: a receiver named `fp`, `_fp`, `rfile`, `fh`, `stdout`,
+             `stderr`, `stdin`, `input`, `infile`, `fsrc`, `pipe`, `*_pipe`, or a local name bound
+             to `urlopen(...)`, `X.makefile(...)` or `create_connection(...)`; a write (`write`,
+             `writelines`, `flush`) to `wfile`, `stream`, `stdin`, `fdst`, `pipe`, `*_pipe` (a
+             full pipe blocks its writer).  Not in `asyncio/` (StreamReader/Writer never block).
+  fcntl      `fcntl.flock`/`fcntl.lockf` without `LOCK_NB`.
+  input      the builtin `input(...)`.
+  signal     `signal.pause/sigwait/sigwaitinfo/sigtimedwait`.
+  windows    `_winapi`/`_overlapped` `WaitForSingleObject`, `WaitForMultipleObjects`,
+             `GetQueuedCompletionStatus`, `WaitNamedPipe`, `ConnectNamedPipe`,
+             `GetOverlappedResult`, and those method names on any receiver (and `ov.getresult()`).
+  torch      (torch files) `torch._C._cuda_synchronize()`, `X.synchronize()`, `barrier(...)`,
+             `X.barrier(...)`, `X.monitored_barrier(...)`, `X.multi_get(...)`, `TCPStore(...)` (its
+             constructor connects, retrying until the timeout); and `X.get(...)` on a receiver named
+             `store`/`_store`/`*_store` is the class `store` (a Store's get waits for the key).
 
-`await` does not block a thread: a call directly under `await` is not counted, and asyncio's
-coroutines appear in no thread's stack while they wait (the loop's thread sits in
-`selector.select`).  A call in code that only runs on Windows (the body of `if _mswindows:`,
-`if sys.platform == 'win32':`, `if os.name == 'nt':`, `if _winapi:`, `if IS_WINDOWS:`, or the `else:` of the
-negated test; and all of a module named for Windows: `windows_*`, `*_win32`) marks its function `windows_only` when every definition of that qualified name is
-in such code (subprocess defines `Popen._wait` in both branches: the POSIX one counts).
+What does not count: a call under `await` (it makes a coroutine; a waiting coroutine is on no
+thread's stack: its loop's thread sits in `selector.select`); `self.m(...)` where a class of the
+same module defines `m`, and `super().m(...)` where one of the class's bases in that module does
+(that Python method's own frame is where the wait shows, and it is listed itself if it waits).
 
-Each call also records whether it sits inside a `while`/`for` loop of its function and whether it
-passes a timeout (a hint for the table's `spins`: a timed wait or sleep in a loop wakes
-periodically).
+Windows.  A call in code that only runs on Windows (the body of `if _mswindows:`, `if _winapi:`,
+`if IS_WINDOWS:`, `if sys.platform == 'win32':`, `if os.name == 'nt':`, the `else:` of the negated
+test, and every call of a module named `windows_*` or `*_win32`) is marked so; a function whose
+calls are all such is `windows_only` (subprocess defines `Popen._wait` for both: the POSIX one
+counts).  The table must exempt those in NOT_BLOCKING ("Windows-only: ...").
 
-The files read: STDLIB_FILES (patterns relative to the lib dir) and TORCH_FILES (relative to
-torch's package dir).
+Each call also records whether it sits in a `while`/`for` loop of its function and whether it
+passes a timeout: a hint for the table's `spins` (a timed wait or a sleep in a loop wakes up by
+itself), which the table decides by reading the code.
 """
 import argparse
 import ast
@@ -894,9 +909,28 @@ def main(argv=None):
     parser.add_argument("--lines", action="store_true",
                         help="print blocking.py's _LINES from the Pythons 3.8-3.10 pyenv has and torch")
     parser.add_argument("--write-lines", action="store_true", help="rewrite _LINES in blocking.py")
+    parser.add_argument("--check-all", action="store_true",
+                        help="coverage for every Python 3.8-3.13 pyenv has and the installed torch")
     args = parser.parse_args(argv)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sys.path.insert(0, root)
+    if args.check_all:
+        from stalldiag.knowledge import blocking
+        dirs, torch = available_sources()
+        gaps = 0
+        targets = [((3, m), enumerate_stdlib(d)[0]) for m, d in sorted(dirs.items())]
+        if torch:
+            targets.append((None, enumerate_torch(torch)[0]))
+        for version, found in targets:
+            report = blocking.coverage(found, version)
+            print(report.summary())
+            for key in report.missing + report.misplaced:
+                print("  MISSING %s\t%s\t%s" % (key[0], key[1], ",".join(found[key].classes)))
+            gaps += len(report.missing) + len(report.misplaced)
+        print("%d rows (%d stdlib, %d torch), %d NOT_BLOCKING entries" % (
+            len(blocking.ROWS), sum(r.versions is not None for r in blocking.ROWS),
+            sum(r.versions is None for r in blocking.ROWS), len(blocking.NOT_BLOCKING)))
+        return 1 if gaps else 0
     if args.lines or args.write_lines:
         from stalldiag.knowledge import blocking
         dirs, torch = available_sources()
@@ -910,16 +944,18 @@ def main(argv=None):
         else:
             print(text)
         return 0
+    if not args.directory:
+        parser.error("a directory is needed (or --check-all, --lines, --write-lines)")
     found, _defined = (enumerate_torch if args.torch else enumerate_stdlib)(args.directory)
     if args.check:
         from stalldiag.knowledge import blocking
         version = None if args.torch else python_version_of(args.directory)
         report = blocking.coverage(found, version)
         print(report.summary())
-        for key in report.missing:
+        for key in report.missing + report.misplaced:
             f = found[key]
             print("MISSING %s\t%s\t%d-%d\t%s" % (key[0], key[1], f.line, f.end_line, ",".join(f.classes)))
-        return 1 if report.missing else 0
+        return 1 if report.missing or report.misplaced else 0
     if args.calls:
         for key in sorted(found):
             f = found[key]
