@@ -289,6 +289,8 @@ CONN_LIKE = re.compile(r"^_?(c|conn|connection|reader|writer|pipe|parent_conn|ch
 STREAM_READERS = re.compile(r"^(fp|_fp|rfile|fh|stdout|stderr|stdin|input|infile|fsrc|pipe|\w+_pipe)$")
 STREAM_WRITERS = re.compile(r"^(wfile|stream|stdin|fdst|pipe|\w+_pipe)$")
 # calls whose result is a stream over a socket: a read on it waits for the peer
+# a name that holds a file descriptor (a pipe end): open(fd) of it makes a stream that can block
+FD_NAMES = re.compile(r"^(fd|_fd|\w+_fd|fd_\w+|[rw]|\w+_[rw]|[rw]fd)$")
 NETWORK_STREAM_MAKERS = re.compile(r"(^|\.)(urlopen|makefile|create_connection)$")
 READS = {"read", "readline", "readlines", "readinto", "read1", "peek"}
 WRITES = {"write", "writelines", "flush"}
@@ -486,7 +488,7 @@ def _classify_method(call, func, ctx):
     if last == "_sslobj" and method in ("read", "write", "do_handshake", "shutdown"):
         return "ssl"
     if not ctx.in_asyncio and ((method in READS and (STREAM_READERS.match(last) or last in ctx.streams))
-                               or (method in WRITES and STREAM_WRITERS.match(last))):
+                               or (method in WRITES and (STREAM_WRITERS.match(last) or last in ctx.streams))):
         return "stream"
     if method in WINDOWS:
         return "windows"
@@ -575,7 +577,8 @@ def _base_methods(methods, cls, seen=None):
 
 
 def _stream_names(body):
-    """Local names bound to a network stream: `u = urlopen(req)`, `with urlopen(url) as f`."""
+    """Local names bound to a stream over a socket or a pipe: `u = urlopen(req)`, `with urlopen(url)
+    as f`, `f = sock.makefile()`, `with open(parent_w, 'wb') as f` (open() of a file descriptor)."""
     names = set()
     for stmt in _own_statements(body):
         pairs = []
@@ -584,8 +587,12 @@ def _stream_names(body):
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             pairs.extend((i.optional_vars, i.context_expr) for i in stmt.items if i.optional_vars is not None)
         for target, value in pairs:
-            if isinstance(target, ast.Name) and isinstance(value, ast.Call) \
-                    and NETWORK_STREAM_MAKERS.search(dotted(value.func) or ""):
+            if not (isinstance(target, ast.Name) and isinstance(value, ast.Call)):
+                continue
+            maker = dotted(value.func) or ""
+            if NETWORK_STREAM_MAKERS.search(maker) or (
+                    maker in ("open", "io.open", "os.fdopen") and value.args
+                    and isinstance(value.args[0], ast.Name) and FD_NAMES.match(value.args[0].id)):
                 names.add(target.id)
     return names
 
@@ -731,6 +738,10 @@ class _Walker(ast.NodeVisitor):
         self._visit_function(node, "<lambda>", [node.body])
 
     def _loop(self, node):
+        if isinstance(node, ast.For) and isinstance(node.iter, ast.Name) and node.iter.id in self.streams[-1] \
+                and self._function() is not None and not self.in_asyncio:
+            # `for line in f` over a pipe or socket stream reads it line by line
+            self._record("stream", node.iter, "for %s in %s" % (ast.unparse(node.target), node.iter.id), False)
         self.loops[-1] += 1
         self.generic_visit(node)
         self.loops[-1] -= 1

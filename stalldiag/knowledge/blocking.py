@@ -540,6 +540,13 @@ _STDLIB_MULTIPROCESSING = (
     _B("multiprocessing.popen_fork", "Popen.poll", "child", "the child to exit (waitpid)", _CHILD_EXIT),
     _B("multiprocessing.popen_forkserver", "Popen.poll", "child", "the child's sentinel (via the fork server)",
        _CHILD_EXIT),
+    _B("multiprocessing.popen_forkserver", "Popen._launch", "ipc",
+       "the fork server taking the new process's preparation data (a pipe write), then its pid",
+       "the fork server reading and forking; its death raises instead"),
+    _B("multiprocessing.popen_spawn_posix", "Popen._launch", "child",
+       "the new interpreter reading its preparation data from the pipe (Process.start with 'spawn')",
+       "the child starting and reading it (beyond a pipe's 64 KiB the parent waits for that; a child "
+       "that dies first ends it with BrokenPipeError)"),
     _B("multiprocessing.util", "_exit_function", "child",
        "every non-daemon child process to exit, at interpreter exit (Process.join)",
        "the children exiting; a child that never ends hangs the parent's exit"),
@@ -563,7 +570,7 @@ _STDLIB_MULTIPROCESSING = (
        "register/unregister lines on the tracker's pipe, until every process holding it exits",
        "a process creating or releasing a shared resource; the last writer closing the pipe", background=True,
        note="the resource tracker process (`python -c 'from multiprocessing.resource_tracker import main;"
-            "main(N)'`); reads with `for line in f`, so no call of the enumeration's rule is in it"),
+            "main(N)'`), reading `for line in f`"),
     _B("multiprocessing.resource_tracker", "ResourceTracker._send", "ipc", "room in the tracker's pipe",
        "the tracker process reading"),
     _B("multiprocessing.resource_tracker", "ResourceTracker._check_alive", "ipc", "room in the tracker's pipe",
