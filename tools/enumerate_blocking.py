@@ -65,7 +65,7 @@ per item).  A call is a primitive of one *class* (the enumeration reports the cl
   ssl        `_sslobj.read/write/do_handshake/shutdown(...)` (the TLS engine).
   stream     a read (`read`, `readline`, `readlines`, `readinto`, `read1`, `peek`) of a socket
              file, a pipe or a terminal: a receiver named `fp`, `_fp`, `rfile`, `fh`, `stdout`,
-             `stderr`, `stdin`, `input`, `infile`, `fsrc`, `pipe`, `*_pipe`, or a local name bound
+             `stderr`, `stdin`, `fd`, `input`, `infile`, `fsrc`, `pipe`, `*_pipe`, or a local name bound
              to `urlopen(...)`, `X.makefile(...)` or `create_connection(...)`; a write (`write`,
              `writelines`, `flush`) to `wfile`, `stream`, `stdin`, `fdst`, `pipe`, `*_pipe` (a
              full pipe blocks its writer).  Not in `asyncio/` (StreamReader/Writer never block).
@@ -76,9 +76,14 @@ per item).  A call is a primitive of one *class* (the enumeration reports the cl
              `GetQueuedCompletionStatus`, `WaitNamedPipe`, `ConnectNamedPipe`,
              `GetOverlappedResult`, and those method names on any receiver (and `ov.getresult()`).
   torch      (torch files) `torch._C._cuda_synchronize()`, `X.synchronize()`, `barrier(...)`,
-             `X.barrier(...)`, `X.monitored_barrier(...)`, `X.multi_get(...)`, `TCPStore(...)` (its
-             constructor connects, retrying until the timeout); and `X.get(...)` on a receiver named
-             `store`/`_store`/`*_store` is the class `store` (a Store's get waits for the key).
+             `X.barrier(...)`, `X.monitored_barrier(...)`, `TCPStore(...)` (its constructor connects,
+             retrying until the timeout).
+  store      (torch files) a Store call on a receiver named `store`, `_store`, `*_store`: `get`,
+             `wait` (class wait), `multi_get` wait for keys; `set`, `add`, `compare_set`, `check`,
+             `delete_key`, `num_keys`, `append`, `multi_set`, `queue_push/pop` are round trips to
+             the store server.
+  etcd       (torch files) python-etcd calls on `client`, `_client`, `*_client`: `read`, `write`,
+             `get`, `set`, `watch` (a long poll), `test_and_set`, `delete`, `refresh`, `update`.
 
 What does not count: a call under `await` (it makes a coroutine; a waiting coroutine is on no
 thread's stack: its loop's thread sits in `selector.select`); `self.m(...)` where a class of the
@@ -281,12 +286,18 @@ WINDOWS = {"WaitForSingleObject", "WaitForMultipleObjects", "GetQueuedCompletion
 GENERATORS = re.compile(r"^(coro|_coro|gen|_gen|\w+_gen|\w+_coro|generator)$")
 QUEUE_LIKE = re.compile(r"queue|^_?q$|_q$|^_?(in|out|task|result|cmd|job|work|call)q$", re.I)
 STORE_LIKE = re.compile(r"^_?store$|_store$", re.I)
+# a torch.distributed Store's calls: each is a round trip to the store server (get and wait wait for keys)
+STORE_CALLS = {"get", "set", "add", "compare_set", "check", "delete_key", "num_keys", "append", "multi_get",
+               "multi_set", "queue_pop", "queue_push"}
+# python-etcd client calls (torch's etcd rendezvous): requests to etcd; watch() long-polls
+ETCD_LIKE = re.compile(r"^_?client$|_client$")
+ETCD_CALLS = {"read", "write", "get", "set", "watch", "test_and_set", "delete", "refresh", "update"}
 THREAD_LIKE = re.compile(r"^_?[tpw]$|thread|process|^_?proc$|worker|handler$|^_?threads$|queue|^_?pc$", re.I)
 TIME_WORDS = re.compile(r"time|timeout|delay|interval|remaining|deadline", re.I)
 POLLER_LIKE = re.compile(r"selector|poll|kqueue|^_?kq$|^_?ep$", re.I)
 CONN_LIKE = re.compile(r"^_?(c|conn|connection|reader|writer|pipe|parent_conn|child_conn)$|_conn$|_reader$|"
                        r"_writer$|_pipe$", re.I)
-STREAM_READERS = re.compile(r"^(fp|_fp|rfile|fh|stdout|stderr|stdin|input|infile|fsrc|pipe|\w+_pipe)$")
+STREAM_READERS = re.compile(r"^(fp|_fp|rfile|fh|fd|stdout|stderr|stdin|input|infile|fsrc|pipe|\w+_pipe)$")
 STREAM_WRITERS = re.compile(r"^(wfile|stream|stdin|fdst|pipe|\w+_pipe)$")
 # calls whose result is a stream over a socket: a read on it waits for the peer
 # a name that holds a file descriptor (a pipe end): open(fd) of it makes a stream that can block
@@ -452,9 +463,11 @@ def _classify_method(call, func, ctx):
             if TIME_WORDS.search(ast.unparse(arg)) or THREAD_LIKE.search(last):
                 return "join"
         return None
+    if ctx.torch and method in STORE_CALLS and STORE_LIKE.search(last):
+        return "store"
+    if ctx.torch and method in ETCD_CALLS and ETCD_LIKE.search(last):
+        return "etcd"
     if method in ("get", "put"):
-        if ctx.torch and method == "get" and STORE_LIKE.search(last):
-            return "store"
         queue_like = QUEUE_LIKE.search(last) or _kw(call, "block") is not None \
             or (method == "get" and _kw(call, "timeout") is not None)
         if not queue_like:
@@ -492,7 +505,7 @@ def _classify_method(call, func, ctx):
         return "stream"
     if method in WINDOWS:
         return "windows"
-    if ctx.torch and method in ("synchronize", "barrier", "monitored_barrier", "multi_get"):
+    if ctx.torch and method in ("synchronize", "barrier", "monitored_barrier"):
         return "torch"
     return None
 
