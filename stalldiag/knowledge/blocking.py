@@ -654,7 +654,8 @@ _STDLIB_MULTIPROCESSING = (
        "the pool's result-handler thread receiving it from a worker; the timeout",
        note="a task whose worker died never gets a result: a lost task (the pool replaces the worker only)"),
     _B("multiprocessing.pool", "ApplyResult.get", "event", "the task's result", "as ApplyResult.wait",
-       note="the innermost frame is ApplyResult.wait, then Event.wait and Condition.wait"),
+       note="waits through ApplyResult.wait and Event.wait in Condition.wait (the innermost frame); Pool.map "
+            "and Pool.apply wait here"),
     _B("multiprocessing.pool", "IMapIterator.next", "condition", "the next result of imap()",
        "the result-handler thread; the timeout"),
     _lock("multiprocessing.pool", "IMapIterator._set", "the iterator's condition lock"),
@@ -735,7 +736,7 @@ _STDLIB_MULTIPROCESSING = (
     _B("concurrent.futures.process", "_ThreadWakeup.wakeup", "ipc", "room in the wakeup pipe",
        "the manager thread draining it (clear())",
        note="a submit() holding the shutdown lock while the pipe is full, with the manager thread "
-            "waiting for that lock, deadlocks (CPython gh-105829)"),
+            "waiting for that lock, deadlocks (reported as CPython gh-105829)"),
     _B("concurrent.futures.process", "_ThreadWakeup.clear", "ipc", "the wakeup pipe's bytes (drains it)",
        "none needed: polls before each read"),
     _B("concurrent.futures.process", "ProcessPoolExecutor.shutdown", "thread-join",
@@ -752,7 +753,8 @@ _STDLIB_ASYNCIO_AND_MISC = (
        "an fd becoming ready; the next scheduled callback's time; call_soon_threadsafe() writing to the "
        "loop's self-pipe",
        note="a coroutine waiting (await) appears in no thread's stack: its loop's thread sits here. "
-            "A loop stuck elsewhere (not in this wait) is blocked by a callback or coroutine step"),
+            "A loop stuck elsewhere (not in this wait) is blocked by a callback or coroutine step. While "
+            "callbacks keep the ready queue non-empty the timeout is 0 and the loop busy-polls"),
     _B("asyncio.base_events", "BaseEventLoop.run_forever", "poll", "the loop's events, step after step",
        "loop.stop(); run_until_complete()'s future finishing", background=True,
        note="the innermost frame of an idle loop is the selector's select() under _run_once"),
@@ -768,7 +770,7 @@ _STDLIB_ASYNCIO_AND_MISC = (
     _lock("asyncio.unix_events", "_UnixDefaultEventLoopPolicy._init_watcher", "asyncio's global policy lock"),
     _B("asyncio.unix_events", "ThreadedChildWatcher._do_waitpid", "child",
        "one child process to exit (os.waitpid, one thread per child)", _CHILD_EXIT, background=True,
-       note="thread 'asyncio-waitpid-N' (3.9+; 'waitpid-N' before) of asyncio.create_subprocess_*"),
+       note="thread 'asyncio-waitpid-N' (3.11+; 'waitpid-N' before) of asyncio.create_subprocess_*"),
     _B("asyncio.unix_events", "ThreadedChildWatcher._join_threads", "thread-join",
        "the non-daemon waitpid threads", "the children exiting", versions=_v(8, 10)),
     _B("asyncio.unix_events", "PidfdChildWatcher._do_wait", "child", "the child's exit status (pidfd ready)",
