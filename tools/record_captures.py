@@ -42,7 +42,7 @@ def torchrun(script, *args, nproc=2):
 # name -> (argv, settle seconds, inspect duration[, "child": inspect the workload's first child[, extra env]])
 CASES = {
     # issue 34: a rank elsewhere in a 4-rank gloo job, with PyTorch's debug server started and without
-    "gloo_eval_rank_debug_server": (torchrun("gloo_eval_rank_debug_server.py", "debug-server", nproc=4), 3.0, 3),
+    "gloo_eval_rank_debug_server": (torchrun("gloo_eval_rank_debug_server.py", "debug-server", nproc=4), 15.0, 3),
     "gloo_eval_rank": (torchrun("gloo_eval_rank_debug_server.py", nproc=4), 3.0, 3),
     # issue 33: configuration read beside the signal it explains
     "omp_threads_oversubscribed": (py("omp_threads_oversubscribed.py", 4), 4.0, 3, None, {"OMP_NUM_THREADS": "8"}),
