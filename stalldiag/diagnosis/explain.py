@@ -58,12 +58,35 @@ def detail_text(detail):
     return None
 
 
+def blocking_text(view):
+    """"in threading.Condition.wait: waits on a waiter lock ...; ended by notify() ..." when the
+    thread's innermost Python frame is a blocking function of the standard library or PyTorch
+    (knowledge/blocking.py), else None."""
+    from ..knowledge.blocking import blocking_frames
+    if view.kind in ("cpu", "compile") or not view.top_stack:
+        return None
+    found = blocking_frames(view.top_stack)
+    if not found:
+        return None
+    # the outermost of the blocking calls is the one the code asked for (Event.wait, not the
+    # Condition.wait it waits in): what it waits on and who ends it are said of that one
+    _depth, row = found[-1]
+    inner = found[0][1]
+    text = "in %s.%s" % (row.module, row.function)
+    if inner is not row:
+        text += " (in %s)" % inner.function
+    return "%s, which waits on %s; ended by %s" % (text, row.waits_on, row.ended_by)
+
+
 def describe_thread(view):
     """"thread 812 'writer' (pid 800): futex 100% of 200 samples (...); Python: f (x.py:3)"."""
     parts = ["%s: %s of %d samples" % (view.label, residency_text(view), view.n_samples)]
     detail = detail_text(view.top_detail())
     if detail:
         parts.append("waiting on %s" % detail)
+    blocked = blocking_text(view)
+    if blocked:
+        parts.append("blocked " + blocked)
     if view.cpu_seconds is not None:
         parts.append("%.2f s CPU" % view.cpu_seconds)
     frame = frame_text(view.user_frame())

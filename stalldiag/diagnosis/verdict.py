@@ -9,7 +9,7 @@ from typing import List
 
 from .category import CATEGORIES, SUMMARY  # noqa: F401
 from .evidence import lines as evidence_lines
-from .explain import detail_text, doing, frame_text, pct, process_text
+from .explain import blocking_text, detail_text, doing, frame_text, pct, process_text
 from .hot import hot_code, hot_text
 from .motion import runaway
 from .registry import table
@@ -65,7 +65,10 @@ def generic(scene, decision):
         activity = "in " + activity
     text = "%s: %s %s%s of the window%s" % (
         head, culprit.label, activity, "" if not culprit.n_samples else " %s" % pct(share), "" if hot else where)
-    if what:
+    blocked = blocking_text(culprit)
+    if blocked and (not what or what.startswith("futex word")):
+        text += "; waiting " + blocked      # (the call it waits in says more than a futex's address)
+    elif what:
         text += "; %s on %s" % ("between runs, waits" if culprit.kind == "cpu" else "waiting", what)
     if spins:
         text += ("; it spins: every stack sample at that one line, no syscall, no output (a busy-wait on a "
