@@ -163,13 +163,13 @@ class ProcessMemory(Memory):
 
 
 class CachedMemory(Memory):
-    """Reads through aligned blocks kept for the life of this object (one decode): neighbouring
-    fields and small objects cost one read, not one each.  A block that cannot be read whole
-    (it runs into an unmapped page) falls back to the exact read asked for."""
+    """Reads through aligned blocks kept for the life of this object (one decode, one moment):
+    neighbouring fields and small objects cost one read, not one each.  A block that cannot be
+    read whole (it runs into an unmapped page) falls back to the exact read asked for."""
 
-    BLOCK = 512
+    BLOCK = 1024
 
-    def __init__(self, inner, max_blocks=512):
+    def __init__(self, inner, max_blocks=1024):
         self.inner = inner
         self._blocks = {}
         self._max_blocks = max_blocks
@@ -178,28 +178,38 @@ class CachedMemory(Memory):
     def reads(self):
         return self.inner.reads
 
+    def _block(self, base):
+        data = self._blocks.get(base)
+        if data is None:
+            try:
+                data = self.inner.read(base, self.BLOCK)
+            except Fault:
+                return None
+            if len(self._blocks) < self._max_blocks:
+                self._blocks[base] = data
+        return data
+
     def read(self, addr, n):
-        self._check(addr, n)
-        first = addr - addr % self.BLOCK
-        last = (addr + n - 1) - (addr + n - 1) % self.BLOCK if n else first
-        if n == 0:
-            return b""
-        if last - first > 4 * self.BLOCK:      # big reads go straight through
-            return self.inner.read(addr, n)
-        parts = []
-        for block in range(first, last + 1, self.BLOCK):
-            data = self._blocks.get(block)
+        if not (0 < addr < USER_SPACE_END and 0 <= n <= MAX_READ and addr + n <= USER_SPACE_END) \
+                or not isinstance(addr, int):
+            self._check(addr, n)
+        block = self.BLOCK
+        off = addr % block
+        if off + n <= block:                     # the common case: inside one block
+            data = self._block(addr - off)
             if data is None:
-                try:
-                    data = self.inner.read(block, self.BLOCK)
-                except Fault:
-                    return self.inner.read(addr, n)
-                if len(self._blocks) < self._max_blocks:
-                    self._blocks[block] = data
+                return self.inner.read(addr, n)
+            return data[off:off + n]
+        if n > 4 * block:                        # big reads go straight through
+            return self.inner.read(addr, n)
+        first = addr - off
+        parts = []
+        for base in range(first, addr + n, block):
+            data = self._block(base)
+            if data is None:
+                return self.inner.read(addr, n)
             parts.append(data)
-        joined = b"".join(parts)
-        start = addr - first
-        return joined[start:start + n]
+        return b"".join(parts)[off:off + n]
 
 
 class BufferMemory(Memory):

@@ -84,6 +84,47 @@ class TypeInfo:
         return bool(self.flags & L.TPFLAGS_HEAPTYPE)
 
 
+# tp_flags bits that say what a type is (others, such as VALID_VERSION_TAG, come and go)
+_FLAGS_THAT_IDENTIFY = (L.TPFLAGS_INLINE_VALUES | L.TPFLAGS_MANAGED_WEAKREF | L.TPFLAGS_MANAGED_DICT
+                        | L.TPFLAGS_HEAPTYPE | 0xFF000000)
+
+
+class TypeCache:
+    """What was read about one process's types, kept between decodes (types rarely change).
+    A type read before is trusted again only while its identifying words (ob_type, tp_name,
+    sizes, the identifying tp_flags, tp_members, tp_base, tp_dict, tp_dictoffset, tp_mro and,
+    for a class, ht_qualname and ht_cached_keys) read the same; a class's shared-keys names
+    while each entry holds the same key object (shared keys only ever grow)."""
+
+    MAX_TYPES = 4096
+
+    def __init__(self):
+        self.types = {}          # type address -> (fingerprint, TypeInfo)
+        self.type_type = None
+        self.split_names = {}    # shared keys address -> {index: (key ptr, name)}
+
+
+_CACHES = {}                     # (pid, start time) -> TypeCache
+_MAX_PROCESSES = 32
+
+
+def type_cache_for(pid):
+    """The TypeCache of a live process (a new one for a new process of the same pid)."""
+    try:
+        with open("/proc/%d/stat" % int(pid), "rb") as f:
+            stat = f.read()
+        start = int(stat[stat.rindex(b")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+    key = (int(pid), start)
+    cache = _CACHES.get(key)
+    if cache is None:
+        if len(_CACHES) >= _MAX_PROCESSES:
+            _CACHES.pop(next(iter(_CACHES)))
+        cache = _CACHES[key] = TypeCache()
+    return cache
+
+
 def _valid_ptr(addr):
     return isinstance(addr, int) and 0x1000 <= addr < USER_SPACE_END and addr % 8 == 0
 
@@ -92,11 +133,12 @@ class ObjectReader:
     """Reads objects of one process (memory) laid out as `layout` says.  Keep one for a
     snapshot of reads (it caches types and what it read); make a new one for a later look."""
 
-    def __init__(self, memory, layout, max_str=MAX_STR, max_items=MAX_ITEMS, cache=True):
+    def __init__(self, memory, layout, max_str=MAX_STR, max_items=MAX_ITEMS, cache=True, types=None):
         if isinstance(layout, NotRead):
             raise Fault(layout.reason)
         self.mem = CachedMemory(memory) if cache else memory
         self.L = layout
+        self.shared = types       # a TypeCache kept between readers of one process, or None
         self.max_str = max_str
         self.max_items = max_items
         self._types = {}          # type address -> TypeInfo
@@ -114,6 +156,8 @@ class ObjectReader:
 
     def _is_type_type(self, tp):
         """True when tp is `type` itself: its own ob_type, named 'type'."""
+        if self._type_type is None and self.shared is not None and self.shared.type_type is not None:
+            self._type_type = self.shared.type_type
         if self._type_type is not None:
             return tp == self._type_type
         if self.mem.ptr(tp + self.L.ob_type) != tp:
@@ -121,7 +165,24 @@ class ObjectReader:
         if self.mem.cstring(self.mem.ptr(tp + self.L.tp_name), 16) != b"type":
             return False
         self._type_type = tp
+        if self.shared is not None:
+            self.shared.type_type = tp
         return True
+
+    def _fingerprint(self, tp, heap):
+        lay = self.L
+        if heap:
+            last = max(lay.ht_qualname, lay.ht_cached_keys) + 8
+        else:
+            last = lay.tp_mro + 8
+        raw = self.mem.read(tp, last)
+        word = lambda off: struct.unpack_from("<Q", raw, off)[0]
+        fp = (word(lay.ob_type), word(lay.tp_name), word(lay.tp_basicsize), word(lay.tp_itemsize),
+              word(lay.tp_flags) & _FLAGS_THAT_IDENTIFY, word(lay.tp_members), word(lay.tp_base),
+              word(lay.tp_dict), word(lay.tp_dictoffset), word(lay.tp_mro))
+        if heap:
+            fp += (word(lay.ht_qualname), word(lay.ht_cached_keys))
+        return fp
 
     def _is_a_type(self, tp, hops=4):
         """tp is a type object: its type (a metatype) is `type` or, for a metaclass such as
@@ -145,6 +206,11 @@ class ObjectReader:
             return info
         if not _valid_ptr(tp):
             raise Fault("type pointer 0x%x is not a valid address" % tp)
+        if self.shared is not None:
+            known = self.shared.types.get(tp)
+            if known is not None and self._fingerprint(tp, known[1].heap) == known[0]:
+                self._types[tp] = known[1]
+                return known[1]
         if not self._is_a_type(tp):
             raise Fault("0x%x is not a type object (its type is not `type`)" % tp)
         head = self.mem.read(tp, self.L.tp_mro + 8)
@@ -163,6 +229,10 @@ class ObjectReader:
                         itemsize=itemsize, dictoffset=qs(self.L.tp_dictoffset), base=q(self.L.tp_base),
                         mro_ptr=q(self.L.tp_mro), members=q(self.L.tp_members))
         self._types[tp] = info
+        if self.shared is not None:
+            if len(self.shared.types) >= TypeCache.MAX_TYPES:
+                self.shared.types.clear()
+            self.shared.types[tp] = (self._fingerprint(tp, info.heap), info)
         return info
 
     def type_of(self, addr):
@@ -290,7 +360,7 @@ class ObjectReader:
         except UnicodeDecodeError:
             # a lone surrogate is legal in a Python str
             text = raw.decode(codec, errors="surrogatepass") if kind != 1 else raw.decode("latin-1")
-        if ascii_ and any(c > 127 for c in raw):
+        if ascii_ and not raw.isascii():
             raise Fault("str at 0x%x is marked ASCII but is not" % addr)
         return text, length, nchars < length
 
@@ -505,7 +575,13 @@ class ObjectReader:
         keys = self.mem.ptr(info.addr + self.L.ht_cached_keys)
         names = self._keys.get(keys)
         if names is None:
-            names = [(i, self._key_name(k)) for i, k, _v in self._entries(keys, MAX_ATTRS)]
+            known = self.shared.split_names.setdefault(keys, {}) if self.shared is not None else {}
+            names = []
+            for i, k, _v in self._entries(keys, MAX_ATTRS):
+                hit = known.get(i)
+                if hit is None or hit[0] != k:
+                    hit = known[i] = (k, self._key_name(k))
+                names.append((i, hit[1]))
             self._keys[keys] = names
         if not names:
             return {}
@@ -586,11 +662,36 @@ class ObjectReader:
         return out
 
     def attr(self, addr, name):
-        """Pointer to attribute `name` of the instance at addr; Fault if it has none."""
+        """Pointer to attribute `name` of the instance at addr, else of its class (a default
+        such as _PyFuture._state); Fault if neither has it.  Descriptors are not run: this is
+        for plain data attributes."""
         p = self.attrs(addr).get(name)
+        if p:
+            return p
+        info = self.type_of(addr)
+        p = self.class_attr(info, name)
         if not p:
-            raise Fault("%s has no attribute %s" % (self.type_name(self.type_of(addr)), name))
+            raise Fault("%s has no attribute %s" % (self.type_name(info), name))
         return p
+
+    def class_attr(self, info, name):
+        """Pointer to `name` in the dict of the first class along the MRO that defines it, or 0."""
+        try:
+            _n, mro = self._tuple_ptrs(info.mro_ptr, 64)
+        except Fault:
+            mro = [info.addr]
+        for tp in mro:
+            t = self.type_info(tp)
+            if not t.heap:
+                continue          # builtin and C types: no plain data attributes of interest
+            cached = self._attrs.get(("class", tp))
+            if cached is None:
+                tdict = self.mem.ptr(tp + self.L.tp_dict)
+                cached = self._dict_attrs(tdict) if tdict else {}
+                self._attrs[("class", tp)] = cached
+            if cached.get(name):
+                return cached[name]
+        return 0
 
     def is_none(self, addr):
         return self.type_of(addr).tp_name == "NoneType"
@@ -652,10 +753,12 @@ class ObjectReader:
 
 
 def reader_for(pid, version, **kw):
-    """An ObjectReader of process pid (call its close() when done)."""
+    """An ObjectReader of process pid for one moment (call its close() when done); what it
+    learns of the process's types is kept for the next one."""
     layout = layout_for(version)
     if isinstance(layout, NotRead):
         raise Fault(layout.reason)
+    kw.setdefault("types", type_cache_for(pid))
     return ObjectReader(ProcessMemory(pid), layout, **kw)
 
 
