@@ -2,4 +2,4 @@
 from .layouts import layout_for, version_from_maps
 from .memory import Fault, NotRead, ProcessMemory, is_read
 from .reader import ObjectReader, PyObj, read_object, reader_for
-from .decode import Fact, decode, decode_with, describe
+from .facts import Fact, decode, decode_with, describe

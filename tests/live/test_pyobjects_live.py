@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from stalldiag.pyobjects import NotRead, ProcessMemory, decode, describe, read_object, version_from_maps
-from stalldiag.pyobjects.decode import (AddressFact, AsyncEventFact, AsyncFutureFact, AsyncLockFact, AsyncQueueFact,
+from stalldiag.pyobjects.facts import (AddressFact, AsyncEventFact, AsyncFutureFact, AsyncLockFact, AsyncQueueFact,
                                         AsyncSemaphoreFact, AsyncTaskFact, BarrierFact, ConditionFact, EventFact,
                                         Fact, FutureFact, LockFact, MPConditionFact, MPEventFact, MPQueueFact, PoolFact,
                                         PopenFact, ProcessFact, ProcessPoolExecutorFact, ProxyFact, QueueFact,
