@@ -19,6 +19,7 @@ MP = "multiprocessing"
 SYNC = MP + ".synchronize"
 POPEN_FACT = D.PopenFact
 POPEN_TYPE = "subprocess.Popen"
+THREAD_TYPE = "threading.Thread"
 MP_LOCK_HELD = "Lock (multiprocessing): held (by this process, 1 deep), 2 waiters blocked"
 POPEN_EXITED = "Popen 'sleep 60' (pid 77): exited 0"
 
@@ -231,7 +232,7 @@ def test_sentences():
     assert describe(D.EventFact("threading.Event", 1, False, 0)) == "Event: not set, 0 threads waiting"
     assert describe(D.EventFact("threading.Event", 1, n, n)) == "Event: state not read, ? threads waiting"
     assert describe(D.LockFact("_thread.lock", 1, n)) == "Lock: state not read"
-    assert describe(D.ThreadFact("threading.Thread", 1, "w", 5, 6, False, True, False, "x")) == \
+    assert describe(D.ThreadFact(THREAD_TYPE, 1, "w", 5, 6, False, True, False, "x")) == \
         "Thread 'w' (ident 5): not alive"
     assert describe(POPEN_FACT(POPEN_TYPE, 1, "sleep 60", 77, 0)) == POPEN_EXITED
     assert describe(D.PoolFact(MP + ".pool.Pool", 1, 2, "RUN", 2, 0, 5)) == \
