@@ -281,12 +281,21 @@ class ValueFact(Fact):
 # ---- field access -------------------------------------------------------------------------
 
 def _catch(fn, *args):
+    """fn(*args), or NotRead saying why not: nothing found in the target raises past here."""
     try:
         return fn(*args)
     except Fault as e:
         return NotRead(str(e))
-    except (struct.error, ValueError, OverflowError, KeyError, IndexError, RecursionError) as e:
-        return NotRead("unexpected content: %s" % e)
+    except Exception as e:       # noqa: BLE001 - content no decoder foresaw is "not read", not a crash
+        return NotRead("unexpected content: %s: %s" % (type(e).__name__, e))
+
+
+def _expect_type(r, addr, name):
+    """Fault unless the object at addr is of the type `name` (or a subclass)."""
+    info = r.type_of(addr)
+    if name not in r.mro_names(info):
+        raise Fault("expected %s, found %s" % (name, r.type_name(info)))
+    return info
 
 
 class _Obj:
@@ -349,8 +358,16 @@ def _name(r, addr):
 
 # ---- decoders -----------------------------------------------------------------------------
 
+def _locked_byte(r, addr):
+    _expect_type(r, addr, "_thread.lock")
+    flag = r.mem.u8(addr + r.L.lock_locked)
+    if flag not in (0, 1):
+        raise Fault("lock at 0x%x has locked = %d" % (addr, flag))
+    return bool(flag)
+
+
 def _lock(r, addr, tn):
-    return LockFact(tn, addr, _catch(lambda: bool(r.mem.u8(addr + r.L.lock_locked))))
+    return LockFact(tn, addr, _catch(_locked_byte, r, addr))
 
 
 def _crlock(r, addr, tn):
@@ -371,7 +388,7 @@ def _pyrlock(r, addr, tn):
     o = _Obj(r, addr)
     count = _catch(o.int, "_count")
     owner = _catch(o.int_or_none, "_owner")
-    locked = _catch(lambda: _lock(r, o.ptr("_block"), "_thread.lock").locked)
+    locked = _catch(lambda: _locked_byte(r, o.ptr("_block")))
     return RLockFact(tn, addr, locked, owner, count, "Python")
 
 
@@ -430,7 +447,9 @@ def _thread_alive(r, o, started, tn):
         return True, "a thread not started by threading (_DummyThread) counts as alive"
     if r.L.version >= (3, 13):
         def by_handle():
-            handle = r.mem.ptr(o.ptr("_handle") + r.L.thread_handle_ptr)
+            handle_obj = o.ptr("_handle")
+            _expect_type(r, handle_obj, "_thread._ThreadHandle")
+            handle = r.mem.ptr(handle_obj + r.L.thread_handle_ptr)
             if not handle:
                 raise Fault("its _ThreadHandle holds no handle")
             state = r.mem.u32(handle + r.L.thread_handle_state)
@@ -456,7 +475,7 @@ def _thread_alive(r, o, started, tn):
         p = o.ptr("_tstate_lock")
         if r.is_none(p):
             return None
-        return bool(r.mem.u8(p + r.L.lock_locked))
+        return _locked_byte(r, p)
     held = _catch(tstate_lock)
     if isinstance(held, NotRead):
         return held, "its _tstate_lock could not be read"
@@ -491,6 +510,7 @@ def _semlock_c(r, addr, tn):
     lay = r.L
 
     def head():
+        _expect_type(r, addr, "_multiprocessing.SemLock")
         raw = r.mem.read(addr + lay.semlock_handle, lay.semlock_kind + 4 - lay.semlock_handle)
         get = lambda off, fmt: struct.unpack_from(fmt, raw, off - lay.semlock_handle)[0]
         return (get(lay.semlock_handle, "<Q"), get(lay.semlock_last_tid, "<Q"), get(lay.semlock_count, "<i"),
@@ -865,12 +885,7 @@ def _decode_at(r, addr):
 
 def decode_with(reader, addr):
     """decode() with a reader the caller keeps (several objects of one process and moment)."""
-    try:
-        return _decode_at(reader, addr)
-    except Fault as e:
-        return NotRead(str(e))
-    except (struct.error, ValueError, OverflowError, KeyError, IndexError, RecursionError) as e:
-        return NotRead("unexpected content at 0x%x: %s" % (addr, e))
+    return _catch(_decode_at, reader, addr)
 
 
 def decode(pid, addr, version):
@@ -905,6 +920,18 @@ def _short(tn):
     return tn.rsplit(".", 1)[-1]
 
 
+def _its_lock(lock):
+    if isinstance(lock, (LockFact, RLockFact)):
+        kind = "lock" if isinstance(lock, LockFact) else "RLock"
+        if lock.locked is True:
+            owner = " by thread %s" % lock.owner if isinstance(lock, RLockFact) and lock.owner else ""
+            return "its %s held%s" % (kind, owner)
+        return "its %s free" % kind if lock.locked is False else "its %s not read" % kind
+    if isinstance(lock, NotRead):
+        return "its lock not read"
+    return "its lock a %s" % _short(lock.type_name)
+
+
 def describe(fact):
     """One short plain sentence about a Fact (or why there is none)."""
     if isinstance(fact, NotRead):
@@ -917,8 +944,7 @@ def describe(fact):
             return "RLock: held by thread %s (%s deep)" % (_v(f.owner), _v(f.count))
         return "RLock: free" if f.locked is False else "RLock: state not read"
     if isinstance(f, ConditionFact):
-        lock = describe(f.lock) if not isinstance(f.lock, NotRead) else "its lock not read"
-        return "Condition: %s waiting; %s" % (_plural(f.waiters, "thread"), lock[0].lower() + lock[1:])
+        return "Condition: %s waiting, %s" % (_plural(f.waiters, "thread"), _its_lock(f.lock))
     if isinstance(f, SemaphoreFact):
         bound = "" if isinstance(f.initial_value, NotRead) else " of %s" % f.initial_value
         return "%s: value %s%s, %s waiting" % (name, _v(f.value), bound, _plural(f.waiters, "thread"))

@@ -249,14 +249,17 @@ class ObjectReader:
         if info.qualname is not None:
             return info.qualname
         name = info.tp_name
-        if info.heap and "." not in name:
-            qual = name
+        if info.heap:
             try:
                 qual = self._str_simple(self.mem.ptr(info.addr + self.L.ht_qualname), 200)
             except Fault:
-                pass
-            module = self._type_module(info)
-            name = qual if module == "builtins" else "%s.%s" % (module, qual)
+                qual = None
+            # a class statement's tp_name is its bare name; a C type made from a spec has
+            # "module.Name" as tp_name (and just "Name" as qualname)
+            if "." not in name or qual == name:
+                module = self._type_module(info)
+                qual = qual or name
+                name = qual if module == "builtins" else "%s.%s" % (module, qual)
         info.qualname = name
         return name
 
@@ -570,9 +573,9 @@ class ObjectReader:
             off += (total + 7) & ~7
         return self.mem.ptr(addr + off)
 
-    def _split_attrs(self, info, values, capacity=None):
-        """Attributes held in a values array whose keys are the class's shared keys."""
-        keys = self.mem.ptr(info.addr + self.L.ht_cached_keys)
+    def _shared_key_names(self, keys):
+        """[(index, name)] of a split table's keys (shared by a class's instances; they only
+        ever grow, so names already read are kept while their entry holds the same key)."""
         names = self._keys.get(keys)
         if names is None:
             known = self.shared.split_names.setdefault(keys, {}) if self.shared is not None else {}
@@ -583,6 +586,13 @@ class ObjectReader:
                     hit = known[i] = (k, self._key_name(k))
                 names.append((i, hit[1]))
             self._keys[keys] = names
+        return names
+
+    def _split_attrs(self, info, values, capacity=None, keys=None):
+        """Attributes held in a values array whose keys are shared keys (the class's)."""
+        if keys is None:
+            keys = self.mem.ptr(info.addr + self.L.ht_cached_keys)
+        names = self._shared_key_names(keys)
         if not names:
             return {}
         count = names[-1][0] + 1
@@ -596,6 +606,9 @@ class ObjectReader:
             return {}
         dinfo = self.type_of(dict_addr)
         self._need(dinfo, L.TPFLAGS_DICT_SUBCLASS, "a dict")
+        used, keys, values = struct.unpack("<q8xQQ", self.mem.read(dict_addr + 16, 32))
+        if values:        # a split table: an instance dict over its class's shared keys
+            return self._split_attrs(None, values, keys=keys)
         out = {}
         for k, v in self._dict_pairs(dict_addr, MAX_ATTRS):
             try:
@@ -710,6 +723,8 @@ class ObjectReader:
                 return self.value(p, depth - 1)
             except Fault as e:
                 return NotRead(str(e))
+            except (struct.error, ValueError, OverflowError, UnicodeError) as e:
+                return NotRead("unexpected content at 0x%x: %s" % (p, e))
 
         if info.tp_name == "NoneType":
             return PyObj(addr, name, "none", None)
@@ -773,7 +788,7 @@ def read_object(pid, addr, version, depth=MAX_DEPTH, max_items=MAX_ITEMS, max_st
         return reader.value(addr, depth)
     except Fault as e:
         return NotRead(str(e))
-    except (struct.error, ValueError, OverflowError, MemoryError, RecursionError) as e:
-        return NotRead("unexpected content at 0x%x: %s" % (addr, e))
+    except Exception as e:       # noqa: BLE001 - content no reader foresaw is "not read", not a crash
+        return NotRead("unexpected content at 0x%x: %s: %s" % (addr, type(e).__name__, e))
     finally:
         reader.close()

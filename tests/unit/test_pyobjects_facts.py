@@ -2,11 +2,12 @@
 (_thread.lock/RLock, _queue.SimpleQueue, _socket.socket, _multiprocessing.SemLock with its
 sem_t, _asyncio.Future/Task, memoryview) and of the Python classes' attributes, per version;
 what is not read and why; and describe()'s sentences."""
+import random
 import struct
 
 import pytest
 
-from pyobjects_fakes import FakeProcess
+from stalldiag.pyobjects.fakes import FakeProcess
 from stalldiag.pyobjects import NotRead, decode, describe
 from stalldiag.pyobjects import facts as D
 from stalldiag.pyobjects.layouts import SUPPORTED
@@ -248,3 +249,27 @@ def test_facts_say_what_was_not_read():
     assert fact.as_dict() == {"kind": "Barrier", "type_name": "threading.Barrier", "addr": 16, "parties": 3,
                               "count": {"not_read": "reading 8 bytes at 0x10: EFAULT"}, "state": "filling"}
     assert not n and str(n) == "not read: reading 8 bytes at 0x10: EFAULT"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_decoding_garbage_never_raises(version):
+    """Corrupt the objects the decoders read: each fact comes back whole or NotRead, its fields
+    values or NotRead, never an exception."""
+    rng = random.Random(99 + version[1])
+    for trial in range(25):
+        f = FakeProcess(version, size=1 << 18)
+        lock_t = c_type(f, "_thread.lock", 40)
+        built = [f.obj(lock_t, 40), waiters(f, 2), f.tuple([f.str("h"), f.int(1)])]
+        _, barrier = py_class(f, "Barrier", "threading", {"_parties": f.int(3), "_count": f.int(1), "_state": f.int(0)})
+        built.append(barrier)
+        fut_t = c_type(f, "_asyncio.Future", 200)
+        built.append(f.obj(fut_t, 200))
+        used = f.top - f.BASE
+        for _ in range(150):
+            f.mem.data[rng.randrange(used)] = rng.randrange(256)
+        for addr in built + [f.BASE + 8 * rng.randrange(used // 8) for _ in range(20)]:
+            got = facts(f, addr)
+            assert isinstance(got, (D.Fact, NotRead))
+            if isinstance(got, D.Fact):
+                describe(got)
+                got.as_dict()

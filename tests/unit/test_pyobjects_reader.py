@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from pyobjects_fakes import FakeMemory, FakeProcess
+from stalldiag.pyobjects.fakes import FakeMemory, FakeProcess
 from stalldiag.pyobjects import NotRead
 from stalldiag.pyobjects.layouts import SUPPORTED
 from stalldiag.pyobjects.memory import BufferMemory, CachedMemory, Fault

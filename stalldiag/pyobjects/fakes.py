@@ -1,7 +1,9 @@
-"""A fake address space laid out as a CPython version lays out its objects, for the unit tests
-of stalldiag.pyobjects: types, str, int, float, tuple, list, dict (combined and split),
-deque, set and class instances (with each version's instance-dict scheme) built as bytes.
-Only what the reader looks at is filled in."""
+"""Objects built as bytes, laid out as a CPython version lays them out: for the unit tests of
+stalldiag.pyobjects and for replays that need a memory image without a live process.
+
+FakeProcess gives types, str, int, float, tuple, list, dict (combined and split), deque, set and
+class instances (with each version's instance-dict scheme), in a FakeMemory the reader reads like
+a process's.  Only what the reader looks at is filled in; nothing here touches a process."""
 import struct
 
 from stalldiag.pyobjects import layouts as L
