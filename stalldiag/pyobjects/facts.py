@@ -10,7 +10,7 @@ describe(fact) says it in one short sentence.
 import socket as _socket
 import struct
 from dataclasses import dataclass, fields
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 from .layouts import layout_for
 from .memory import Fault, NotRead

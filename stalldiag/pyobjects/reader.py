@@ -578,7 +578,11 @@ class ObjectReader:
         ever grow, so names already read are kept while their entry holds the same key)."""
         names = self._keys.get(keys)
         if names is None:
-            known = self.shared.split_names.setdefault(keys, {}) if self.shared is not None else {}
+            known = {}
+            if self.shared is not None:
+                if len(self.shared.split_names) >= TypeCache.MAX_TYPES:
+                    self.shared.split_names.clear()
+                known = self.shared.split_names.setdefault(keys, {})
             names = []
             for i, k, _v in self._entries(keys, MAX_ATTRS):
                 hit = known.get(i)

@@ -3,7 +3,6 @@
 sem_t, _asyncio.Future/Task, memoryview) and of the Python classes' attributes, per version;
 what is not read and why; and describe()'s sentences."""
 import random
-import struct
 
 import pytest
 
