@@ -920,6 +920,15 @@ def _short(tn):
     return tn.rsplit(".", 1)[-1]
 
 
+def _waiting(f, who):
+    extra = ""
+    if _v(f.getters_waiting, 0):
+        extra += ", %s waiting to get" % _plural(f.getters_waiting, who)
+    if _v(f.putters_waiting, 0):
+        extra += ", %s waiting to put" % _plural(f.putters_waiting, who)
+    return extra
+
+
 def _its_lock(lock):
     if isinstance(lock, (LockFact, RLockFact)):
         kind = "lock" if isinstance(lock, LockFact) else "RLock"
@@ -955,6 +964,8 @@ def describe(fact):
         state = "" if _v(f.state) == "filling" else " (%s)" % _v(f.state)
         return "Barrier: %s of %s parties arrived%s" % (_v(f.count), _v(f.parties), state)
     if isinstance(f, ThreadFact):
+        if f.started is False:
+            return "Thread %r: not started" % _v(f.name)
         alive = {True: "alive", False: "not alive"}.get(_v(f.alive), "alive or not unknown")
         daemon = ", daemon" if f.daemon is True else ""
         return "Thread %r (ident %s): %s%s" % (_v(f.name), _v(f.ident), alive, daemon)
@@ -963,12 +974,8 @@ def describe(fact):
         bound = "of maxsize %s " % maxsize if maxsize not in (0, "?") and not (isinstance(maxsize, int) and maxsize < 0) \
             else "(unbounded) "
         full = " (full)" if isinstance(size, int) and isinstance(maxsize, int) and 0 < maxsize <= size else ""
-        extra = ""
-        if _v(f.getters_waiting, 0):
-            extra += ", %s waiting to get" % _plural(f.getters_waiting, "thread")
-        if _v(f.putters_waiting, 0):
-            extra += ", %s waiting to put" % _plural(f.putters_waiting, "thread")
-        return "%s: %s %sitems%s, %s unfinished tasks%s" % (name, size, bound, full, _v(f.unfinished_tasks), extra)
+        return "%s: %s %sitems%s, %s unfinished tasks%s" % (name, size, bound, full, _v(f.unfinished_tasks),
+                                                             _waiting(f, "thread"))
     if isinstance(f, SimpleQueueFact):
         return "SimpleQueue: %s" % _plural(f.size, "item")
     if isinstance(f, SemLockFact):
@@ -981,10 +988,10 @@ def describe(fact):
         return "%s (multiprocessing): value %s of max %s, %s blocked" % (name, f.value, _v(f.maxvalue),
                                                                            _plural(f.sem_waiters, "waiter"))
     if isinstance(f, MPConditionFact):
-        return "Condition (multiprocessing): %s waiting" % _plural(f.waiters, "waiter")
+        return "Condition (multiprocessing): %s" % _plural(f.waiters, "waiter")
     if isinstance(f, MPEventFact):
         state = {True: "set", False: "not set"}.get(_v(f.is_set), "state not read")
-        return "Event (multiprocessing): %s, %s waiting" % (state, _plural(f.waiters, "waiter"))
+        return "Event (multiprocessing): %s, %s" % (state, _plural(f.waiters, "waiter"))
     if isinstance(f, MPQueueFact):
         feeder = {True: "feeder thread started", False: "no feeder thread"}.get(_v(f.feeder_thread), "feeder unknown")
         closed = ", closed" if f.closed is True else ""
@@ -1038,7 +1045,8 @@ def describe(fact):
     if isinstance(f, AsyncQueueFact):
         maxsize = _v(f.maxsize)
         bound = "of maxsize %s " % maxsize if isinstance(maxsize, int) and maxsize > 0 else "(unbounded) "
-        return "asyncio %s: %s %sitems, %s unfinished tasks" % (name, _v(f.size), bound, _v(f.unfinished_tasks))
+        return "asyncio %s: %s %sitems, %s unfinished tasks%s" % (name, _v(f.size), bound, _v(f.unfinished_tasks),
+                                                                 _waiting(f, "task"))
     if isinstance(f, TextFact):
         text = _v(f.text)
         shown = text if len(text) <= 80 else text[:77] + "..."
