@@ -95,6 +95,9 @@ def _loop_handlers(lines, lineno, within):
         if stripped == "try:":
             in_try = _indent(text)
         elif stripped.startswith("except") and len(handlers) < MAX_HANDLERS:
+            if _in_other_loop(lines, number + 1, start, lineno):
+                in_try = None
+                continue   # it guards a call of an inner loop the thread is not in
             handlers.append({"line": number + 1, "code": redact_text(stripped[:MAX_LINE])})
             in_try = None
         elif in_try is not None and _indent(text) > in_try and len(tried) < MAX_HANDLERS:
@@ -103,6 +106,32 @@ def _loop_handlers(lines, lineno, within):
     if handlers and tried:
         loop["tried"] = tried
     return loop
+
+
+def _in_other_loop(lines, line, outer, lineno):
+    """Is line (an except clause) inside a loop nested in the loop at `outer` whose body does
+    not hold lineno? Its try guards that inner loop's calls, not the call the thread is in."""
+    for opener in _enclosing(lines, line):
+        if opener["line"] <= outer:
+            return False
+        if opener["code"].startswith(("for ", "while ", "async for ")) \
+                and not opener["line"] < lineno <= _block_end(lines, opener["line"]):
+            return True
+    return False
+
+
+def _block_end(lines, line):
+    """The last line (1-based) of the block the line `line` opens."""
+    level = _indent(lines[line - 1])
+    end = line
+    for number in range(line, len(lines)):
+        text = lines[number]
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        if _indent(text) <= level:
+            break
+        end = number + 1
+    return end
 
 
 def _absolute(filename, pid, cache):
