@@ -12,7 +12,7 @@ import time
 
 import psutil
 
-from . import redact
+from . import fds, redact
 from .errors import StalldiagError
 from .knowledge.processes import match_process
 
@@ -72,14 +72,7 @@ def _gpu_memory():
 
 
 def _holds_gpu_file(pid):
-    try:
-        for fd in os.listdir("/proc/%d/fd" % pid):
-            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
-            if re.fullmatch(r"/dev/nvidia\d+", target):
-                return True
-    except OSError:
-        pass
-    return False
+    return any(re.fullmatch(r"/dev/nvidia\d+", target) for target in (fds.fd_targets(pid) or {}).values())
 
 
 def _excluded():

@@ -35,10 +35,7 @@ def node_name(env=None):
 def job_steps(job):
     """{step: slurmstepd pid} of job JOB on this node (steps such as "0", "batch", "extern")."""
     steps = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
+    for pid in procfs.pids():
         try:
             if procfs.comm(pid) != "slurmstepd":
                 continue

@@ -63,8 +63,8 @@ class Snapshot:
                 pass
             for fd in (1, 2):
                 try:
-                    self.output += os.stat("/proc/%d/fd/%d" % (pid, fd)).st_size
-                except OSError:
+                    self.output += procfs.fd_stat(pid, fd).st_size
+                except procfs.ProcfsError:
                     pass
 
 

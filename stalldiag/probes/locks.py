@@ -44,18 +44,22 @@ def parse_locks(text):
 
 def read_locks():
     try:
-        return parse_locks(procfs.read_text("/proc/locks"))
+        return parse_locks(procfs.read_host("locks"))
     except procfs.ProcfsError:
         return []
 
 
-def dev_inode_of(path):
-    """"maj:min:inode" as /proc/locks writes it (major and minor in hex), or None."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
+def inode_key(st):
+    """"maj:min:inode" of an os.stat result, as /proc/locks writes it (major and minor in hex)."""
     return "%02x:%02x:%d" % (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+
+
+def dev_inode_of(pid, fd):
+    """dev_inode of the file behind a process's fd, or None."""
+    try:
+        return inode_key(procfs.fd_stat(pid, fd))
+    except procfs.ProcfsError:
+        return None
 
 
 def lock_wait_fd(pid, tid, syscall):
@@ -78,7 +82,7 @@ def path_of_inode(pids, dev_inode):
     """A path for dev:inode from the fds of pids: (path, pid that has it open) or (None, None)."""
     for pid in pids:
         for fd, target in sorted((fds.fd_targets(pid) or {}).items()):
-            if fds.classify_target(target) == "file" and dev_inode_of("/proc/%d/fd/%d" % (pid, fd)) == dev_inode:
+            if fds.classify_target(target) == "file" and dev_inode_of(pid, fd) == dev_inode:
                 return target, pid
     return None, None
 
@@ -86,7 +90,7 @@ def path_of_inode(pids, dev_inode):
 def openers(path, dev_inode):
     """Pids on the host with this file open (link text equal to path, confirmed by dev:inode)."""
     confirm = None if dev_inode is None else \
-        (lambda pid, fd: dev_inode_of("/proc/%d/fd/%d" % (pid, fd)) == dev_inode)
+        (lambda pid, fd: dev_inode_of(pid, fd) == dev_inode)
     return fds.host_holders(path, confirm, limit=MAX_HOST_SCAN)
 
 
@@ -123,7 +127,7 @@ class LockWatch:
                     continue
                 self._seen.add((pid, tid, last[2]))
                 fd = lock_wait_fd(pid, tid, last[2])
-                dev_inode = dev_inode_of("/proc/%d/fd/%d" % (pid, fd)) if fd is not None else None
+                dev_inode = dev_inode_of(pid, fd) if fd is not None else None
                 if dev_inode is None:
                     continue
                 self.waits[(pid, tid)] = dev_inode
@@ -157,7 +161,7 @@ class LockWatch:
             for fd, target in sorted((fds.fd_targets(pid) or {}).items()):
                 if fds.classify_target(target) != "file":
                     continue
-                dev_inode = dev_inode_of("/proc/%d/fd/%d" % (pid, fd))
+                dev_inode = dev_inode_of(pid, fd)
                 holders = {h for h in held.get(dev_inode, ()) if h != pid}
                 if -1 in holders:
                     holders.discard(-1)

@@ -91,10 +91,9 @@ def _writing(pid, fd):
 def _tail(pid, fd, target, now):
     """The last lines of the regular file behind fd, or None (not a regular file, gone,
     unreadable, binary)."""
-    link = "/proc/%d/fd/%d" % (pid, fd)
     try:
-        st = os.stat(link)
-    except OSError:
+        st = procfs.fd_stat(pid, fd)
+    except procfs.ProcfsError:
         return None
     if not stat_mod.S_ISREG(st.st_mode):
         return None   # a pipe, socket, tty: never opened
@@ -102,8 +101,8 @@ def _tail(pid, fd, target, now):
     if st.st_size:
         try:
             # O_NONBLOCK: should the fd have become a FIFO since the stat, opening does not wait
-            handle = os.open(link, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-        except OSError:
+            handle = procfs.open_fd(pid, fd, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        except procfs.ProcfsError:
             return None
         try:
             now_st = os.fstat(handle)

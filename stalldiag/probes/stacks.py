@@ -18,6 +18,7 @@ import subprocess
 import threading
 import time
 
+from .. import procfs
 from ..helpers import die_with_parent, intern_row
 from .thread_ids import ThreadIdMap
 
@@ -426,7 +427,7 @@ class StackProbe:
             failure = explain_failure(stderr)
             # "gone" is read from py-spy's words ("No such file or directory" has other causes):
             # trust it only if the process really is gone.
-            really_gone = failure[0] == "gone" and not os.path.exists("/proc/%d" % pid)
+            really_gone = failure[0] == "gone" and not procfs.exists(pid)
             if pid in self.late or failure[0] not in FINAL_FAILURES \
                     or failure[0] == "gone" and not really_gone:
                 retry.append(pid)

@@ -129,10 +129,10 @@ class ProcessRecord:
             info["cmdline"] = []
             self._error("cmdline", exc)
         try:
-            info["exe"] = os.readlink("/proc/%d/exe" % pid)
-        except OSError as exc:
+            info["exe"] = procfs.exe(pid)
+        except procfs.ProcfsError as exc:
             info["exe"] = None
-            if exc.errno == 13:
+            if isinstance(exc, procfs.AccessDenied):
                 self.denied.add("exe")
         try:
             st = procfs.status(pid)
@@ -334,28 +334,25 @@ class ThreadSampler:
                 data = os.pread(fd, 4096, 0)
             except OSError as exc:
                 self._release(thread, name)
-                procfs._fail(exc, procfs.task_dir(pid, thread.tid) + "/" + name)
+                procfs.fail(exc, pid, name, thread.tid)
             if data or empty_ok:
                 return data
             self._release(thread, name)   # the thread is gone (its tid may live on in another thread)
-            raise procfs.ProcessGone(name)
-        path = procfs.task_dir(pid, thread.tid) + "/" + name
-        try:
-            fd = self._hold(path)
-        except OSError as exc:
-            procfs._fail(exc, path)
+            raise procfs.ProcessGone(pid, tid=thread.tid)
+        fd = self._hold(pid, name, thread.tid)
         if fd is None:
-            return procfs.read_text(path).encode()
+            return procfs.read(pid, name, thread.tid).encode()
         thread.held[name] = fd
         return self._read_bytes(pid, thread, name, empty_ok)
 
-    def _hold(self, path):
-        """An fd kept open on path for pread, or None once the held fds reach their budget."""
+    def _hold(self, pid, name, tid=None):
+        """An fd kept open on /proc/PID[/task/TID]/NAME for pread, or None once the held fds
+        reach their budget."""
         if self._fd_budget is None:
             self._fd_budget = _fd_budget()
         if self._held >= self._fd_budget:
             return None
-        fd = os.open(path, os.O_RDONLY)
+        fd = procfs.open_held(pid, name, tid)
         self._held += 1
         return fd
 
@@ -395,11 +392,10 @@ class ThreadSampler:
             except OSError:
                 pass
             self._release_process(record)   # gone: the plain read below says how
-        path = procfs.task_dir(record.pid) + "/stat"
-        text = procfs.read_text(path)
+        text = procfs.read(record.pid, "stat")
         try:
-            record.stat_fd = self._hold(path)
-        except OSError:
+            record.stat_fd = self._hold(record.pid, "stat")
+        except procfs.ProcfsError:
             pass
         return text
 
@@ -445,7 +441,7 @@ class ThreadSampler:
                         thread = record.threads[tid]
                         thread.kernel_last = kernel_state.thread_snapshot(pid, tid, record._error)
                         try:   # ticks may have skipped its stat: CPU as of the window's end
-                            thread.stat_raw = procfs.read_text(procfs.task_dir(pid, tid) + "/stat").encode()
+                            thread.stat_raw = procfs.read(pid, "stat", tid).encode()
                         except procfs.ProcfsError:
                             pass
                 record.files_end = record.read_fds()
@@ -466,7 +462,7 @@ class ThreadSampler:
                 record.denied.add(name)
                 continue
             if name == "stat" and value["start_time"] != record.start_time:
-                raise procfs.ProcessGone(pid)
+                raise procfs.ProcessGone(pid, "pid %d now belongs to another process" % pid)
             if first and getattr(record, name + "_first") is None:
                 setattr(record, name + "_first", value)
             setattr(record, name + "_last", value)
@@ -480,10 +476,10 @@ class ThreadSampler:
         pid = record.pid
         stat = procfs.parse_stat(self._read_process_stat(record))
         if stat["start_time"] != record.start_time:
-            raise procfs.ProcessGone(pid)
+            raise procfs.ProcessGone(pid, "pid %d now belongs to another process" % pid)
         if stat["state"] in ("Z", "X"):
             record.exit_status = exit_status(stat.get("exit_code"))
-            raise procfs.ProcessGone(pid)
+            raise procfs.ProcessGone(pid, "pid %d exited (%s)" % (pid, record.exit_status), name=stat["comm"])
         record.last_seen = t
         record.stat_last = stat
         tids = record.tids

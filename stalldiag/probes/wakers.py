@@ -186,7 +186,7 @@ class Wakers:
             for pid in sampler.live:
                 host.add(pid)
         found = [(p, fd, _mode(p, fd) if modes else "rw") for p, fd in host.holders(target)
-                 if same is None or _dev_inode("/proc/%d/fd/%d" % (p, fd)) == same]
+                 if same is None or _fd_identity(p, fd) == same]
         self._objects[target] = found
         return found
 
@@ -202,7 +202,7 @@ class Wakers:
 
     def _pipe_ends(self, entry, sampler, pid, fd, target, kind):
         # a FIFO's link text is its path: its holders are confirmed by dev:inode
-        same = _dev_inode("/proc/%d/fd/%d" % (pid, fd)) if kind == "fifo" else None
+        same = _fd_identity(pid, fd) if kind == "fifo" else None
         holders = [h for h in self._holders(sampler, target, pid, True, same) if h[:2] != (pid, fd)]
         wanted = {"read": "write", "write": "read"}.get(_mode(pid, fd))
         entry["ends"] = self._ends(holders, wanted)
@@ -304,7 +304,7 @@ class Wakers:
         if fd is None and not slow and _is_fifo(pid, path):
             # open() of a FIFO blocks until the other end is opened
             entry["wait"] = "fifo"
-            same = _dev_inode("/proc/%d/root%s" % (pid, path))
+            same = _identity(pid, path)
             entry["ends"] = self._ends([h for h in self._holders(sampler, path, pid, True, same) if h[0] != pid])
             if not entry["ends"]:
                 entry["why_unseen"] = self._nobody("the other end (open waits for it)")
@@ -344,16 +344,26 @@ def _mode(pid, fd):
         return "rw"
 
 
-def _dev_inode(path):
+def _fd_identity(pid, fd):
+    """(dev, inode) of the file behind a process's fd, or None."""
     try:
-        st = os.stat(path)
-    except OSError:
+        st = procfs.fd_stat(pid, fd)
+    except procfs.ProcfsError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _identity(pid, path):
+    """(dev, inode) of path as the process sees it, or None."""
+    try:
+        st = procfs.root_stat(pid, path)
+    except procfs.ProcfsError:
         return None
     return st.st_dev, st.st_ino
 
 
 def _is_fifo(pid, path):
     try:
-        return stat_mod.S_ISFIFO(os.lstat("/proc/%d/root%s" % (pid, path)).st_mode)
-    except OSError:
+        return stat_mod.S_ISFIFO(procfs.root_stat(pid, path, follow=False).st_mode)
+    except procfs.ProcfsError:
         return False
