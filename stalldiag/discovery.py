@@ -15,6 +15,7 @@ import psutil
 from . import fds, redact
 from .errors import StalldiagError
 from .knowledge.processes import match_process
+from .probes.gpu import NVML
 
 SHELLS = {"bash", "sh", "dash", "zsh", "ksh", "fish", "tmux", "screen", "sshd", "init", "systemd",
           "containerd-shim", "su", "sudo", "login"}
@@ -56,16 +57,14 @@ def _is_launcher(info):
 def _gpu_memory():
     """{host pid: GPU memory in bytes} of every compute process NVML knows; {} without NVML."""
     used = {}
+    pynvml = NVML.open()   # the run's NVML session, the GPU probe's too
+    if pynvml is None:
+        return used
     try:
-        import pynvml
-        pynvml.nvmlInit()
-        try:
-            for index in range(pynvml.nvmlDeviceGetCount()):
-                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-                for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
-                    used[proc.pid] = used.get(proc.pid, 0) + (proc.usedGpuMemory or 0)
-        finally:
-            pynvml.nvmlShutdown()
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                used[proc.pid] = used.get(proc.pid, 0) + (proc.usedGpuMemory or 0)
     except Exception:
         pass
     return used

@@ -17,6 +17,7 @@ import time
 
 from . import procfs, targets
 from .capture import looks_like_python
+from .probes.gpu import NVML
 from .probes.stacks import find_pyspy, pyspy_dump
 
 MAX_DUMPS = 4
@@ -87,14 +88,13 @@ def stack_signature(pids):
 
 
 def gpu_busy():
+    """The busiest GPU's utilization %, through the run's NVML session; None without NVML."""
+    pynvml = NVML.open()
+    if pynvml is None:
+        return None
     try:
-        import pynvml
-        pynvml.nvmlInit()
-        try:
-            return max((pynvml.nvmlDeviceGetUtilizationRates(pynvml.nvmlDeviceGetHandleByIndex(i)).gpu
-                        for i in range(pynvml.nvmlDeviceGetCount())), default=0)
-        finally:
-            pynvml.nvmlShutdown()
+        return max((pynvml.nvmlDeviceGetUtilizationRates(pynvml.nvmlDeviceGetHandleByIndex(i)).gpu
+                    for i in range(pynvml.nvmlDeviceGetCount())), default=0)
     except Exception:
         return None
 
