@@ -16,9 +16,8 @@ import sys
 import time
 
 from . import procfs, targets
-from .capture import looks_like_python
 from .probes.gpu import NVML
-from .probes.stacks import find_pyspy, pyspy_dump
+from .probes.stacks import find_pyspy, looks_like_python, pyspy_dump
 
 MAX_DUMPS = 4
 

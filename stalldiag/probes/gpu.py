@@ -22,8 +22,10 @@ import atexit
 import os
 import threading
 import time
+from dataclasses import dataclass, field
 
 from .. import procfs
+from .base import Probe, Section
 
 GPM_METRICS = {
     "sm_util": 2,          # NVML_GPM_METRIC_SM_UTIL: % of SMs busy
@@ -95,8 +97,25 @@ def _try(fn, *args, default=None):
         return default
 
 
-class GpuProbe:
+@dataclass
+class GpuSection(Section):
+    """capture["gpu"]: NVML's devices, samples and per-process use (or why there are none)."""
+    gpu: dict = field(default_factory=lambda: {"available": False, "reason": "not measured"})
+
+    @property
+    def processes(self):
+        """Host pids of every process NVML saw on a GPU, in the job or not."""
+        return [int(pid) for pid in self.gpu.get("processes") or {}]
+
+    def write(self, capture):
+        capture["gpu"] = self.gpu
+
+
+class GpuProbe(Probe):
     """Samples devices and per-process use over the window, in its own thread."""
+
+    name = "gpu"
+    Section = GpuSection
 
     def __init__(self, interval=0.5, nvml=None):
         self.interval = interval
@@ -124,8 +143,8 @@ class GpuProbe:
 
     # --- lifecycle -----------------------------------------------------------------
 
-    def start(self, t0):
-        self._t0 = t0
+    def start(self, ctx):
+        self._t0 = ctx.t0
         nvml = self.nvml.open()
         if nvml is None:
             self.reason = self.nvml.reason
@@ -196,7 +215,16 @@ class GpuProbe:
             self.sample()
             self._stop.wait(self.interval)
 
-    def stop(self):
+    def stop(self, ctx):
+        self._end()
+        return GpuSection(limitations=[] if self.available else ["GPU: not available (%s)" % self.reason],
+                          gpu=self.to_dict())
+
+    def failed(self, error):
+        reason = "the probe failed: %s" % error
+        return GpuSection(limitations=["GPU: not available (%s)" % reason], gpu={"available": False, "reason": reason})
+
+    def _end(self):
         self._stop.set()
         if self._thread:
             self._thread.join(5)

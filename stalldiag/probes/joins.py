@@ -8,8 +8,11 @@ name the joined thread.  One `py-spy dump --locals --nonblocking` per process
 with a thread blocked in join, at the end of the window; nothing otherwise.
 """
 import re
+from dataclasses import dataclass
+from typing import Optional
 
-from .file_waits import dump_locals, syscall_share
+from .base import Probe, Section
+from .file_waits import dump_locals, ended_window, syscall_share
 
 JOIN_FRAMES = ("join", "_wait_for_tstate_lock")
 OWN_FRAMES = ("_bootstrap_inner", "_bootstrap", "run")
@@ -63,3 +66,23 @@ def resolve(records, profiles, frames):
             target = _address(join)
             out.append({"pid": pid, "tid": tid, "target": target, "target_tid": own.get(target)})
     return out or None
+
+
+@dataclass
+class JoinsSection(Section):
+    """capture["joins"]: None when no thread waits in Thread.join."""
+    joins: Optional[list] = None
+
+    def write(self, capture):
+        capture["joins"] = self.joins
+
+
+class JoinsProbe(Probe):
+    """At the window's end: the thread each Thread.join() waits for."""
+
+    name = "joins"
+    Section = JoinsSection
+    at_end = True
+
+    def stop(self, ctx):
+        return JoinsSection(joins=resolve(*ended_window(ctx)))

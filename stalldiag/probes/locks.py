@@ -14,8 +14,12 @@ the process that took it, which may have exited: the processes that have the
 file open say who holds it now.
 """
 import os
+from dataclasses import dataclass
+from typing import Optional
 
 from .. import fds, procfs
+from .base import Probe, Section
+from .threads import tree_pids
 
 F_SETLKW = 7           # x86_64 and aarch64 (F_SETLKW64 is the same number there)
 F_OFD_SETLKW = 38
@@ -221,3 +225,35 @@ class LockWatch:
                 entry["pollers"] = pollers    # retry the lock between sleeps: no kernel waiter line
             out.append(entry)
         return out
+
+
+@dataclass
+class LocksSection(Section):
+    """capture["locks"]: None when no thread was seen waiting for a file lock."""
+    locks: Optional[list] = None
+
+    def write(self, capture):
+        capture["locks"] = self.locks
+
+
+class FileLocksProbe(Probe):
+    """A thread blocked in flock/fcntl(F_SETLKW), or sleeping while another process holds a lock on
+    a file it has open: the holder is sampled too, even outside the tree; the locks are listed at
+    the window's end."""
+
+    name = "file locks"
+    Section = LocksSection
+    at_end = True
+
+    def __init__(self):
+        self.watch = LockWatch()
+
+    def tick(self, ctx):
+        if ctx.t is None:
+            return
+        for pid in self.watch.new_holders(ctx.sampler, ctx.t) + self.watch.polled_holders(ctx.sampler, ctx.t):
+            ctx.watch(pid, "lock-holder")
+
+    def stop(self, ctx):
+        records = ctx.sampler.records.values()
+        return LocksSection(locks=self.watch.entries({r.pid for r in records}, tree_pids(ctx.sampler)))

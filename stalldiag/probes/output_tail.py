@@ -16,8 +16,11 @@ import os
 import re
 import stat as stat_mod
 import time
+from dataclasses import dataclass, field
+from typing import Dict
 
 from .. import fds, procfs
+from .base import Probe, Section
 from ..redact import MASK, PRIVATE_KEY_BEGIN, redact_text
 
 TAIL_BYTES = 8192
@@ -152,3 +155,24 @@ def _lines(data):
         line = redact_text(_ESCAPES.sub("", line)).rstrip()
         out.append(line if len(line) <= MAX_LINE else line[:MAX_LINE - 3] + "...")
     return out
+
+
+@dataclass
+class OutputTailSection(Section):
+    """capture["output_tail"]: {pid: {stdout, stderr, logs}} of the live processes."""
+    output_tail: Dict[str, dict] = field(default_factory=dict)
+
+    def write(self, capture):
+        capture["output_tail"] = self.output_tail
+
+
+class OutputTailProbe(Probe):
+    """Once, at the window's end: what each live process last wrote (~0.3 ms a process, measured)."""
+
+    name = "output tail"
+    Section = OutputTailSection
+    at_end = True
+
+    def stop(self, ctx):
+        return OutputTailSection(output_tail=collect(sorted({r.pid for r in ctx.sampler.records.values()
+                                                             if r.exited_at is None})))

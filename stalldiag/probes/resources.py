@@ -15,9 +15,11 @@ mount table, so the tests run them on saved files of a cgroup v2 host.
 """
 import os
 import time
+from dataclasses import dataclass, field
 
 from .. import fds, procfs, redact
 from . import kernel_state
+from .base import Probe, Section
 
 NEIGHBOURS = 8            # most CPU-hungry and most I/O-heavy other processes kept, each
 NEIGHBOUR_CPU_SHARE = 0.05
@@ -504,3 +506,40 @@ def _descendants_of(root, counters):
                 found.add(child)
                 todo.append(child)
     return found
+
+
+@dataclass
+class ResourcesSection(Section):
+    """capture["resources"]: the job's limits, the host's use of its CPUs, memory and disks, and
+    who else uses them (or why they were not measured)."""
+    resources: dict = field(default_factory=lambda: {"available": False, "reason": "not measured"})
+
+    def write(self, capture):
+        capture["resources"] = self.resources
+
+
+class JobResourcesProbe(Probe):
+    """ResourceProbe over the window: read at its start and end, for the job's processes and the
+    other processes the GPU probe saw on its GPUs."""
+
+    name = "resources"
+    Section = ResourcesSection
+
+    def __init__(self):
+        self.reader = ResourceProbe()
+
+    def start(self, ctx):
+        self.reader.start(sorted({r.pid for r in ctx.sampler.records.values()}))
+
+    def stop(self, ctx):
+        gpu = ctx.sections.get("gpu")
+        self.reader.stop(sorted({r.pid for r in ctx.sampler.records.values()}),
+                         also=gpu.processes if gpu is not None else ())
+        result = self.reader.to_dict()
+        return ResourcesSection(limitations=[] if result.get("available") else
+                                ["resources: not measured (%s)" % result.get("reason")], resources=result)
+
+    def failed(self, error):
+        reason = "resource probe failed: %s" % error
+        return ResourcesSection(limitations=["resources: not measured (%s)" % reason],
+                                resources={"available": False, "reason": reason})

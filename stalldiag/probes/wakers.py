@@ -12,12 +12,14 @@ only once a wait needs it and cut short after HOST_SCAN_BUDGET_S (and one over
 the rest ("pipe-peer" for a pipe, else "waker").  Nothing here reads the target's pipes
 or sockets, or stops it: link texts, fdinfo, maps, mountinfo and kernel stacks only.
 """
-import os
 import stat as stat_mod
 import time
+from dataclasses import dataclass, field
+from typing import List
 
 from .. import fds, mounts, procfs
-from .threads import EPOLL_SYSCALLS, POLL_SYSCALLS, SELECT_SYSCALLS
+from .base import Probe, Section
+from .threads import EPOLL_SYSCALLS, POLL_SYSCALLS, SELECT_SYSCALLS, tree_pids
 
 WAIT_MIN_SAMPLES = 2       # samples in a row on one object before it is resolved
 HOST_SCAN_BUDGET_S = 0.3   # per pass (fds, maps): a host has thousands of processes
@@ -367,3 +369,34 @@ def _is_fifo(pid, path):
         return stat_mod.S_ISFIFO(procfs.root_stat(pid, path, follow=False).st_mode)
     except procfs.ProcfsError:
         return False
+
+
+@dataclass
+class WakersSection(Section):
+    """capture["wakers"]: one record per (pid, tid, object) blocked on for WAIT_MIN_SAMPLES samples."""
+    wakers: List[dict] = field(default_factory=list)
+
+    def write(self, capture):
+        capture["wakers"] = self.wakers
+
+
+class WakersProbe(Probe):
+    """Who could end each blocked wait (Wakers): resolved as the window runs, the ones outside the
+    tree sampled too ("pipe-peer", "waker"); listed at its end."""
+
+    name = "wakers"
+    Section = WakersSection
+    at_end = True
+
+    def __init__(self):
+        self.wakers = Wakers()
+
+    def tick(self, ctx):
+        if ctx.t is None:
+            return
+        for pid, role in self.wakers.new_wakers(ctx.sampler, ctx.t):
+            ctx.watch(pid, role)
+
+    def stop(self, ctx):
+        entries = self.wakers.entries(tree_pids(ctx.sampler))
+        return WakersSection(limitations=list(self.wakers.limitations), wakers=entries)
