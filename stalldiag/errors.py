@@ -77,6 +77,17 @@ class BadTarget(ProcessError):
     what = "not a target"
 
 
+def last_line(text, limit=None, skip=()):
+    """The last non-blank line of a helper's output (py-spy, a syscall tracer, srun), stripped and
+    cut to limit characters: the one that says what went wrong; "" when there is none.  Lines
+    starting with one of `skip` are passed over."""
+    for line in reversed((text or "").splitlines()):
+        line = line.strip()
+        if line and not line.startswith(tuple(skip)):
+            return line[:limit] if limit else line
+    return ""
+
+
 class CaptureError(StalldiagError):
     def __init__(self, message):
         super().__init__(message, code="bad-capture")

@@ -62,6 +62,23 @@ def fail(exc, pid, name, tid=None):
     _fail(exc, task_dir(pid, tid) + "/" + name, pid, tid)
 
 
+def _call(fn, path, pid, tid=None, *args):
+    """fn(path, *args), its OSError raised as _fail says."""
+    try:
+        return fn(path, *args)
+    except OSError as exc:
+        _fail(exc, path, pid, tid)
+
+
+def _read_bytes(path, limit):
+    with open(path, "rb") as f:
+        return f.read(limit)
+
+
+def _listdir_ints(path):
+    return [int(name) for name in os.listdir(path) if name.isdigit()]
+
+
 # Per-process and per-thread files the kernel writes in one go.
 ONE_READ_FILES = ("/stat", "/status", "/syscall", "/wchan", "/schedstat", "/io", "/comm", "/children",
                   "/cpu.stat", "freezer.state", "cgroup.events", "cpu.max", "cpu.cfs_quota_us", "cpu.cfs_period_us")
@@ -114,19 +131,12 @@ def host_path(name):
 def open_held(pid, name, tid=None):
     """An fd open on /proc/PID[/task/TID]/NAME, for a caller that re-reads it with os.pread
     (a read through a held fd costs 1.3-4 us, open+read+close 7-10 us) and closes it."""
-    path = task_dir(pid, tid) + "/" + name
-    try:
-        return os.open(path, os.O_RDONLY)
-    except OSError as exc:
-        _fail(exc, path, pid, tid)
+    return _call(os.open, task_dir(pid, tid) + "/" + name, pid, tid, os.O_RDONLY)
 
 
 def pids():
     """Pids of every process in our pid namespace (unsorted)."""
-    try:
-        return [int(p) for p in os.listdir(PROC) if p.isdigit()]
-    except OSError as exc:
-        _fail(exc, PROC)
+    return _call(_listdir_ints, PROC, None)
 
 
 def exists(pid):
@@ -136,19 +146,12 @@ def exists(pid):
 
 def exe(pid):
     """The path of the process's executable (/proc/PID/exe)."""
-    return _readlink(task_dir(pid) + "/exe", pid)
+    return _call(os.readlink, task_dir(pid) + "/exe", pid)
 
 
 def cwd(pid):
     """The process's working directory (/proc/PID/cwd)."""
-    return _readlink(task_dir(pid) + "/cwd", pid)
-
-
-def _readlink(path, pid):
-    try:
-        return os.readlink(path)
-    except OSError as exc:
-        _fail(exc, path, pid)
+    return _call(os.readlink, task_dir(pid) + "/cwd", pid)
 
 
 def parse_stat(text):
@@ -199,10 +202,7 @@ def comm(pid, tid=None):
 
 
 def tids(pid):
-    try:
-        return sorted(int(t) for t in os.listdir(task_dir(pid) + "/task"))
-    except OSError as exc:
-        _fail(exc, task_dir(pid) + "/task")
+    return sorted(_call(_listdir_ints, task_dir(pid) + "/task", pid))
 
 
 def children(pid):
@@ -319,20 +319,12 @@ def fd_target(pid, fd):
 
 def fd_stat(pid, fd):
     """os.stat of the file behind one of the process's fds (its size, mode, dev and inode)."""
-    path = fd_path(pid, fd)
-    try:
-        return os.stat(path)
-    except OSError as exc:
-        _fail(exc, path, pid)
+    return _call(os.stat, fd_path(pid, fd), pid)
 
 
 def open_fd(pid, fd, flags=os.O_RDONLY):
     """A new fd of ours on the file behind one of the process's fds (the caller closes it)."""
-    path = fd_path(pid, fd)
-    try:
-        return os.open(path, flags)
-    except OSError as exc:
-        _fail(exc, path, pid)
+    return _call(os.open, fd_path(pid, fd), pid, None, flags)
 
 
 def fdinfo(pid, fd):
@@ -347,11 +339,7 @@ def fdinfo(pid, fd):
 
 
 def list_fds(pid):
-    path = task_dir(pid) + "/fd"
-    try:
-        return sorted(int(fd) for fd in os.listdir(path))
-    except OSError as exc:
-        _fail(exc, path, pid)
+    return sorted(_call(_listdir_ints, task_dir(pid) + "/fd", pid))
 
 
 # --- a process's view of the file system (/proc/PID/root: its mount namespace) ---------------
@@ -362,11 +350,7 @@ def root_path(pid, path):
 
 def root_stat(pid, path, follow=True):
     """os.stat (os.lstat unless follow) of path as the process sees it."""
-    where = root_path(pid, path)
-    try:
-        return os.stat(where) if follow else os.lstat(where)
-    except OSError as exc:
-        _fail(exc, where, pid)
+    return _call(os.stat if follow else os.lstat, root_path(pid, path), pid)
 
 
 def root_isdir(pid, path):
@@ -375,21 +359,12 @@ def root_isdir(pid, path):
 
 def root_scandir(pid, directory):
     """os.scandir of a directory as the process sees it (a context manager)."""
-    where = root_path(pid, directory)
-    try:
-        return os.scandir(where)
-    except OSError as exc:
-        _fail(exc, where, pid)
+    return _call(os.scandir, root_path(pid, directory), pid)
 
 
 def root_read(pid, path, limit):
     """Up to limit bytes of a file as the process sees it."""
-    where = root_path(pid, path)
-    try:
-        with open(where, "rb") as f:
-            return f.read(limit)
-    except OSError as exc:
-        _fail(exc, where, pid)
+    return _call(_read_bytes, root_path(pid, path), pid, None, limit)
 
 
 def boot_time():

@@ -15,7 +15,7 @@ part of the capture as "not measured", and a limitation naming the error) and th
 as before.
 """
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import List
 
 from .. import targets
@@ -23,12 +23,16 @@ from .. import targets
 
 @dataclass
 class Section:
-    """What one probe saw, and how it goes into the capture."""
+    """What one probe saw, and how it goes into the capture: each field but the limitations is
+    the capture key of its name, unless write() says otherwise."""
     limitations: List[str] = field(default_factory=list)
 
     def write(self, capture):
         """Put this section's part in the capture dict (its keys; the limitations are added by
         capture.build)."""
+        for item in fields(self):
+            if item.name != "limitations":
+                capture[item.name] = getattr(self, item.name)
 
 
 class Probe:
@@ -56,6 +60,23 @@ class Probe:
     def failed(self, error):
         """The Section of a probe that raised `error` (a one-line text): nothing of it measured."""
         return self.Section(limitations=["%s: not measured (the probe failed: %s)" % (self.name, error)])
+
+
+class StackWaitProbe(Probe):
+    """A probe that resolves, once the window ended, waits the Python stacks show (a file polled, the
+    GIL, a Thread.join): resolve(live records, py-spy's profiles, frames) gives its one capture
+    key, None when no thread shows such a wait."""
+
+    at_end = True
+
+    @staticmethod
+    def resolve(records, profiles, frames):
+        raise NotImplementedError
+
+    def stop(self, ctx):
+        stacks = ctx.sections.get("stacks")
+        live = [r for r in ctx.sampler.records.values() if r.exited_at is None]
+        return self.Section([], self.resolve(live, stacks.profiles if stacks else {}, stacks.frames if stacks else []))
 
 
 class Context:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .. import procfs
-from .base import Probe, Section
+from .base import Section, StackWaitProbe
 from ..knowledge import frames as frame_table
 from . import locks
 from .stacks import dumped_tid, pyspy_dump
@@ -147,24 +147,10 @@ class FileWaitsSection(Section):
     """capture["file_waits"]: None when no thread polls for a file."""
     file_waits: Optional[list] = None
 
-    def write(self, capture):
-        capture["file_waits"] = self.file_waits
 
-
-class FileWaitsProbe(Probe):
+class FileWaitsProbe(StackWaitProbe):
     """At the window's end: the lock or marker file each qualifying sleep loop polls for."""
 
     name = "file waits"
     Section = FileWaitsSection
-    at_end = True
-
-    def stop(self, ctx):
-        live, profiles, frames = ended_window(ctx)
-        return FileWaitsSection(file_waits=resolve(live, profiles, frames))
-
-
-def ended_window(ctx):
-    """(live records, py-spy's profiles, frames) for a probe that resolves at the window's end."""
-    stacks = ctx.sections.get("stacks")
-    live = [r for r in ctx.sampler.records.values() if r.exited_at is None]
-    return live, stacks.profiles if stacks else {}, stacks.frames if stacks else []
+    resolve = staticmethod(resolve)

@@ -13,8 +13,8 @@ from typing import Optional
 
 from .. import procfs
 from ..knowledge import frames as frame_table
-from .base import Probe, Section
-from .file_waits import ended_window, syscall_share
+from .base import Section, StackWaitProbe
+from .file_waits import syscall_share
 from .stacks import dumped_tid, find_pyspy, pyspy_dump
 from .thread_ids import ThreadIdMap
 
@@ -114,16 +114,10 @@ class GilSection(Section):
     """capture["gil"]: {pid: {holder_tid, waiting_tids, how}}, None when no thread starves on it."""
     gil: Optional[dict] = None
 
-    def write(self, capture):
-        capture["gil"] = self.gil
 
-
-class GilProbe(Probe):
+class GilProbe(StackWaitProbe):
     """At the window's end: which thread holds the GIL, where a thread seems to starve on it."""
 
     name = "GIL"
     Section = GilSection
-    at_end = True
-
-    def stop(self, ctx):
-        return GilSection(gil=resolve(*ended_window(ctx)))
+    resolve = staticmethod(resolve)

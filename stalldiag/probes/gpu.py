@@ -107,9 +107,6 @@ class GpuSection(Section):
         """Host pids of every process NVML saw on a GPU, in the job or not."""
         return [int(pid) for pid in self.gpu.get("processes") or {}]
 
-    def write(self, capture):
-        capture["gpu"] = self.gpu
-
 
 class GpuProbe(Probe):
     """Samples devices and per-process use over the window, in its own thread."""

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from .base import Probe, Section
-from .file_waits import dump_locals, ended_window, syscall_share
+from .base import Section, StackWaitProbe
+from .file_waits import dump_locals, syscall_share
 
 JOIN_FRAMES = ("join", "_wait_for_tstate_lock")
 OWN_FRAMES = ("_bootstrap_inner", "_bootstrap", "run")
@@ -73,16 +73,10 @@ class JoinsSection(Section):
     """capture["joins"]: None when no thread waits in Thread.join."""
     joins: Optional[list] = None
 
-    def write(self, capture):
-        capture["joins"] = self.joins
 
-
-class JoinsProbe(Probe):
+class JoinsProbe(StackWaitProbe):
     """At the window's end: the thread each Thread.join() waits for."""
 
     name = "joins"
     Section = JoinsSection
-    at_end = True
-
-    def stop(self, ctx):
-        return JoinsSection(joins=resolve(*ended_window(ctx)))
+    resolve = staticmethod(resolve)

@@ -232,9 +232,6 @@ class LocksSection(Section):
     """capture["locks"]: None when no thread was seen waiting for a file lock."""
     locks: Optional[list] = None
 
-    def write(self, capture):
-        capture["locks"] = self.locks
-
 
 class FileLocksProbe(Probe):
     """A thread blocked in flock/fcntl(F_SETLKW), or sleeping while another process holds a lock on

@@ -162,9 +162,6 @@ class OutputTailSection(Section):
     """capture["output_tail"]: {pid: {stdout, stderr, logs}} of the live processes."""
     output_tail: Dict[str, dict] = field(default_factory=dict)
 
-    def write(self, capture):
-        capture["output_tail"] = self.output_tail
-
 
 class OutputTailProbe(Probe):
     """Once, at the window's end: what each live process last wrote (~0.3 ms a process, measured)."""

@@ -514,9 +514,6 @@ class ResourcesSection(Section):
     who else uses them (or why they were not measured)."""
     resources: dict = field(default_factory=lambda: {"available": False, "reason": "not measured"})
 
-    def write(self, capture):
-        capture["resources"] = self.resources
-
 
 class JobResourcesProbe(Probe):
     """ResourceProbe over the window: read at its start and end, for the job's processes and the

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from .. import procfs, sources
+from ..errors import last_line
 from ..helpers import die_with_parent, intern_row
 from .base import Probe, Section
 from .threads import NANOSLEEPS
@@ -493,13 +494,8 @@ def _drop_torn(profiles, frames, racing):
 def explain_failure(stderr):
     for fragment, kind in PYSPY_FAILURES:
         if fragment in stderr:
-            return kind, _last_error_line(stderr)
-    return "error", _last_error_line(stderr) or "py-spy recorded nothing"
-
-
-def _last_error_line(stderr):
-    lines = [l.strip() for l in stderr.splitlines() if l.strip() and not l.startswith("py-spy>")]
-    return lines[-1][:300] if lines else ""
+            return kind, last_line(stderr, 300, skip=("py-spy>",))
+    return "error", last_line(stderr, 300, skip=("py-spy>",)) or "py-spy recorded nothing"
 
 
 def parse_speedscope(data, default_pid):

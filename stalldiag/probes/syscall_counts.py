@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .. import procfs
+from ..errors import last_line
 from ..helpers import die_with_parent
 from .base import Probe, Section
 
@@ -125,7 +126,7 @@ class Counter:
         deadline = time.monotonic() + ATTACH_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                self.error = "%s exited at start: %s" % (self.name, self._tail(self._err))
+                self.error = "%s exited at start: %s" % (self.name, last_line(self._read(self._err), 200) or "no output")
                 return False
             if self.attached():
                 self.attached_at = time.monotonic()
@@ -174,10 +175,6 @@ class Counter:
                 return f.read()
         except OSError:
             return ""
-
-    def _tail(self, path):
-        lines = [l for l in self._read(path).splitlines() if l.strip()]
-        return lines[-1][:200] if lines else "no output"
 
 
 class BpftraceCounter(Counter):
@@ -370,10 +367,7 @@ def choose_backend(preferred=None, skip=()):
 @dataclass
 class ExactSection(Section):
     """capture["exact_syscalls"] (--syscalls exact): None when not asked for or no backend worked."""
-    exact: Optional[dict] = None
-
-    def write(self, capture):
-        capture["exact_syscalls"] = self.exact
+    exact_syscalls: Optional[dict] = None
 
 
 class ExactCountsProbe(Probe):
@@ -429,7 +423,7 @@ class ExactCountsProbe(Probe):
                          "created it" % counter.name)
         if counter.warning:
             self.notes.append(counter.warning)
-        return ExactSection(limitations=self.notes, exact={
+        return ExactSection(limitations=self.notes, exact_syscalls={
             "backend": counter.name,
             "counted_s": round(stopped - counter.attached_at, 3),
             "notes": notes,

@@ -188,7 +188,7 @@ class Wakers:
             for pid in sampler.live:
                 host.add(pid)
         found = [(p, fd, _mode(p, fd) if modes else "rw") for p, fd in host.holders(target)
-                 if same is None or _fd_identity(p, fd) == same]
+                 if same is None or _identity(procfs.fd_stat, p, fd) == same]
         self._objects[target] = found
         return found
 
@@ -204,7 +204,7 @@ class Wakers:
 
     def _pipe_ends(self, entry, sampler, pid, fd, target, kind):
         # a FIFO's link text is its path: its holders are confirmed by dev:inode
-        same = _fd_identity(pid, fd) if kind == "fifo" else None
+        same = _identity(procfs.fd_stat, pid, fd) if kind == "fifo" else None
         holders = [h for h in self._holders(sampler, target, pid, True, same) if h[:2] != (pid, fd)]
         wanted = {"read": "write", "write": "read"}.get(_mode(pid, fd))
         entry["ends"] = self._ends(holders, wanted)
@@ -306,7 +306,7 @@ class Wakers:
         if fd is None and not slow and _is_fifo(pid, path):
             # open() of a FIFO blocks until the other end is opened
             entry["wait"] = "fifo"
-            same = _identity(pid, path)
+            same = _identity(procfs.root_stat, pid, path)
             entry["ends"] = self._ends([h for h in self._holders(sampler, path, pid, True, same) if h[0] != pid])
             if not entry["ends"]:
                 entry["why_unseen"] = self._nobody("the other end (open waits for it)")
@@ -346,19 +346,11 @@ def _mode(pid, fd):
         return "rw"
 
 
-def _fd_identity(pid, fd):
-    """(dev, inode) of the file behind a process's fd, or None."""
+def _identity(stat_of, pid, fd_or_path):
+    """(dev, inode) of procfs.fd_stat(pid, fd) or procfs.root_stat(pid, path) (a path as the
+    process sees it), or None."""
     try:
-        st = procfs.fd_stat(pid, fd)
-    except procfs.ProcfsError:
-        return None
-    return st.st_dev, st.st_ino
-
-
-def _identity(pid, path):
-    """(dev, inode) of path as the process sees it, or None."""
-    try:
-        st = procfs.root_stat(pid, path)
+        st = stat_of(pid, fd_or_path)
     except procfs.ProcfsError:
         return None
     return st.st_dev, st.st_ino
@@ -375,9 +367,6 @@ def _is_fifo(pid, path):
 class WakersSection(Section):
     """capture["wakers"]: one record per (pid, tid, object) blocked on for WAIT_MIN_SAMPLES samples."""
     wakers: List[dict] = field(default_factory=list)
-
-    def write(self, capture):
-        capture["wakers"] = self.wakers
 
 
 class WakersProbe(Probe):
