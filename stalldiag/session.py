@@ -23,7 +23,6 @@ from .probes.locks import FileLocksProbe
 from .probes.output_tail import OutputTailProbe
 from .probes.resources import JobResourcesProbe
 from .probes.stacks import StacksProbe
-from .probes.syscall_counts import ExactCountsProbe
 from .probes.threads import OUTSIDE_ROLES, ThreadSampler, ThreadsProbe
 from .probes.wakers import WakersProbe
 
@@ -32,12 +31,17 @@ FULL_RESCAN_EVERY = 4   # rescans between reads of every thread's children file 
 SNAPSHOT_WAIT_S = 0.5   # --duration 0: time for py-spy to take a few samples
 
 
-def default_probes():
-    """Every probe, in the order they start, tick and stop: exact counting first (the window starts
-    once it runs), the thread sampler before the probes that read its samples, the samplers of the
-    window before those that resolve at its end (at_end)."""
-    return [ExactCountsProbe(), ThreadsProbe(), StacksProbe(), GpuProbe(), JobResourcesProbe(),
-            FileLocksProbe(), WakersProbe(), FileWaitsProbe(), GilProbe(), JoinsProbe(), OutputTailProbe()]
+def default_probes(config=None):
+    """The probes a Config asks for (every one without a Config), in the order they start, tick and
+    stop: exact counting first (the window starts once it runs; only with --syscalls exact, so its
+    module is not even imported otherwise), the thread sampler before the probes that read its
+    samples, the samplers of the window before those that resolve at its end (at_end)."""
+    probes = [ThreadsProbe(), StacksProbe(), GpuProbe(), JobResourcesProbe(), FileLocksProbe(), WakersProbe(),
+              FileWaitsProbe(), GilProbe(), JoinsProbe(), OutputTailProbe()]
+    if config is None or config.syscalls == "exact":
+        from .probes.syscall_counts import ExactCountsProbe
+        probes.insert(0, ExactCountsProbe())
+    return probes
 
 
 class Inspection:
@@ -49,7 +53,7 @@ class Inspection:
         self.progress = progress
         self.stop_flag = stop_flag or (lambda: None)
         self.notice = notice or (lambda message: None)
-        self.probes = default_probes() if probes is None else probes
+        self.probes = default_probes(config) if probes is None else probes
         self._rescans = 0
 
     def run(self):
