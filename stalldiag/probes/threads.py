@@ -803,8 +803,7 @@ class ThreadsSection(Section):
     tcp_peers: Dict[int, int] = field(default_factory=dict)
     skipped_children: int = 0
     target_denied: bool = False   # the target's current syscalls were refused
-    rate_hz: Optional[float] = None
-    samples: int = 0
+    rate_hz: Optional[float] = None   # the /proc sampling rate at the window's end (window.rate_hz)
 
     def write(self, capture):
         capture["processes"] = self.processes
@@ -854,7 +853,12 @@ class ThreadsProbe(Probe):
 
     def stop(self, ctx):
         sampler = ctx.sampler
-        sampler.finish()
+        limitations = []
+        try:
+            sampler.finish()
+        except Exception as exc:   # the samples stand without the closing counters
+            limitations.append("thread states: the counters at the window's end were not read (%s: %s)"
+                               % (type(exc).__name__, exc))
         processes = []
         for _key, record in sorted(sampler.records.items(), key=lambda kv: kv[1].first_seen):
             proc = record.to_dict()
@@ -862,7 +866,6 @@ class ThreadsProbe(Probe):
                 proc["outside_tree"] = True
             processes.append(proc)
         target = next((p for p in processes if p["pid"] == ctx.config.pid), None)
-        limitations = []
         if self.rate_notes:
             limitations.append("sampling rate lowered to %s Hz for a large tree (asked for %s Hz)"
                                % (min(self.rate_notes), ctx.config.rate))
@@ -870,7 +873,7 @@ class ThreadsProbe(Probe):
                               unix_peers=fds.unix_peers(), tcp_peers=sampler.sockets.tcp_peers(),
                               skipped_children=ctx.skipped_children,
                               target_denied=target is not None and "syscall" in target["denied"],
-                              rate_hz=round(self.rate, 2), samples=sampler.ticks)
+                              rate_hz=round(self.rate, 2))
 
     def failed(self, error):
         return ThreadsSection(limitations=["thread states: not measured (the probe failed: %s)" % error])
