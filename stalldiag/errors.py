@@ -44,6 +44,7 @@ class ProcessError(StalldiagError):
     name, tid and the /proc file read where known.  The message is the one line the CLI prints."""
 
     code = "internal"
+    what = "error"       # the message's words when none is given: "<file or pid>: <what>"
 
     def __init__(self, pid, msg=None, name=None, tid=None, path=None):
         self.pid, self.name, self.tid, self.path = pid, name, tid, path
@@ -55,8 +56,6 @@ class ProcessError(StalldiagError):
 
     def _message(self):
         return "%s: %s" % (self.path or self._what(), self.what)
-
-    what = "error"
 
 
 class NoSuchProcess(ProcessError):
