@@ -10,9 +10,9 @@
 
 A Section is a typed record of what one probe saw: section.write(capture) puts it in the capture
 dict (capture.build), and section.limitations says what it could not see, in the words the
-report prints.  A probe that raises is not asked again: it degrades to its failed() Section (its
-part of the capture as "not measured", and a limitation naming the error) and the others report
-as before.
+report prints.  A probe that raises is not asked again during the window (its stop() still runs,
+to end what it started); it degrades to its failed() Section (its part of the capture as "not
+measured", and a limitation naming the error) and the others report as before.
 """
 import time
 from dataclasses import dataclass, field, fields
