@@ -9,6 +9,7 @@ The diagnosis only looks at what is stored here; it never reads files.
 import os
 import re
 
+from . import procfs
 from .knowledge.frames import LOCK_ACQUIRE, LOCK_RELEASE
 from .redact import redact_text
 
@@ -21,14 +22,23 @@ def _indent(text):
     return len(text) - len(text.lstrip(" \t"))
 
 
-def _lines(path, cache):
-    if path not in cache:
+MAX_SOURCE = 4 * 1024 * 1024
+
+
+def _lines(path, cache, pid=None):
+    """The lines of a source file, as process pid sees it (through its root) or as we do."""
+    key = (pid, path) if pid else path
+    if key not in cache:
         try:
-            with open(path, "rb") as f:
-                cache[path] = f.read(4 * 1024 * 1024).decode("utf-8", "replace").splitlines()
-        except OSError:
-            cache[path] = None
-    return cache[path]
+            if pid:
+                data = procfs.root_read(pid, path, MAX_SOURCE)
+            else:
+                with open(path, "rb") as f:
+                    data = f.read(MAX_SOURCE)
+            cache[key] = data.decode("utf-8", "replace").splitlines()
+        except (OSError, procfs.ProcfsError):
+            cache[key] = None
+    return cache[key]
 
 
 def annotate(frames, pid_for_frame, cache=None):
@@ -48,8 +58,7 @@ def annotate(frames, pid_for_frame, cache=None):
             frame.append(None)
             continue
         pid = pid_for_frame(index)
-        path = "/proc/%d/root%s" % (pid, filename) if pid else filename
-        lines = _lines(path, cache)
+        lines = _lines(filename, cache, pid)
         if lines is None and pid:
             lines = _lines(filename, cache)
         if not lines or lineno > len(lines):
@@ -138,8 +147,8 @@ def _absolute(filename, pid, cache):
     key = ("cwd", pid)
     if key not in cache:
         try:
-            cache[key] = os.readlink("/proc/%d/cwd" % pid)
-        except OSError:
+            cache[key] = procfs.cwd(pid)
+        except procfs.ProcfsError:
             cache[key] = None
     return os.path.normpath(os.path.join(cache[key], filename)) if cache[key] else filename
 
