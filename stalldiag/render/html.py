@@ -689,5 +689,5 @@ class HtmlRenderer:
     def render(self, report, color=False):
         return render(report)
 
-    def render_incident(self, incident, color=False):
+    def render_incident(self, incident, color=False, all_ranks=False):
         return None     # no HTML incident page yet
