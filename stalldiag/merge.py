@@ -120,6 +120,9 @@ def incident_of_hosts(hosts_and_rows):
         ranks[row["i"]].suspect = True
     grouped = group(rows)
     classes = classes_of([(shape, [ranks[m["i"]] for m in members]) for shape, members in grouped])
+    for index, (_shape, members) in enumerate(grouped, 1):     # RankClass.index
+        for m in members:
+            ranks[m["i"]].class_index = index
     # the verdict names an outlier of the smallest class first (the rarest stack), then the lowest rank
     size = {m["i"]: len(members) for _shape, members in grouped for m in members}
     odd = [ranks[row["i"]] for row in sorted(odd, key=lambda row: (size[row["i"]], row["i"]))]

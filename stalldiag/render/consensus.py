@@ -29,18 +29,20 @@ def runs(numbers):
 
 
 def _runs_text(spans, width=0, max_runs=None):
+    """('0-7,16-23,...', ' (50 runs)'): the runs, and what says that some were left out."""
     def num(n):
         return "%0*d" % (width, n)
     parts = [num(a) if a == b else "%s-%s" % (num(a), num(b)) for a, b in spans]
     if max_runs is not None and len(parts) > max_runs:
-        return ",".join(parts[:max_runs]) + ",... (%d runs)" % len(parts)
-    return ",".join(parts)
+        return ",".join(parts[:max_runs]) + ",...", " (%d runs)" % len(parts)
+    return ",".join(parts), ""
 
 
 def rank_ranges(ranks, max_runs=None):
     """'0-4094,4096-4099': the ranks as runs of consecutive numbers (max_runs: at most that many
     runs, then '... (N runs)')."""
-    return _runs_text(runs(ranks), max_runs=max_runs) or "-"
+    text, more = _runs_text(runs(ranks), max_runs=max_runs)
+    return text + more if text else "-"
 
 
 def ranks_text(ranks, max_runs=8):
@@ -58,16 +60,16 @@ def host_ranges(hosts, max_runs=6, max_names=3):
     names = sorted(set(h for h in hosts if h is not None))
     if len(names) <= 1:
         return names[0] if names else "-"
-    groups = {}
-    for name in names:
-        match = HOST_NUMBER.match(name)
-        if not match:
-            groups = None
-            break
-        digits = match.group(2)
-        # zero-padded numbers keep their width; a name without padding joins any width
-        width = len(digits) if digits.startswith("0") and len(digits) > 1 else 0
-        groups.setdefault((match.group(1), width), []).append(int(digits))
+    split = [HOST_NUMBER.match(name) for name in names]
+    groups = None
+    if all(split):
+        # a prefix whose numbers are zero-padded (node0001) keeps their width: node[0001-2048];
+        # otherwise numbers of any width join: node[1-12]
+        padded = {m.group(1) for m in split if m.group(2).startswith("0") and len(m.group(2)) > 1}
+        groups = {}
+        for m in split:
+            prefix, digits = m.group(1), m.group(2)
+            groups.setdefault((prefix, len(digits) if prefix in padded else 0), []).append(int(digits))
     if groups and len(groups) <= 3:
         # padded and unpadded numbers of one prefix: one group of the padded width, when it fits
         parts = []
@@ -75,7 +77,8 @@ def host_ranges(hosts, max_runs=6, max_names=3):
             if len(numbers) == 1:
                 parts.append("%s%0*d" % (prefix, width, numbers[0]))
             else:
-                parts.append("%s[%s]" % (prefix, _runs_text(runs(numbers), width, max_runs)))
+                text, more = _runs_text(runs(numbers), width, max_runs)
+                parts.append("%s[%s]%s" % (prefix, text, more))
         return ",".join(parts)
     shown = ", ".join(names[:max_names])
     return "%d hosts: %s%s" % (len(names), shown, ", ..." if len(names) > max_names else "")
@@ -181,6 +184,7 @@ def stack_text(stack, frames=5):
 MAX_CLASSES = 6        # classes a terminal or Markdown report lists (the outliers' among them)
 MAX_OUTLIERS = 8       # outlier ranks listed one a line
 MAX_HOST_LINES = 8     # hosts listed one a line; more are grouped by their verdict's category
+MAX_RANK_ROWS = 16     # a host's ranks listed one a line; more: only the outliers
 
 
 def shown_classes(classes, limit=MAX_CLASSES):

@@ -4,7 +4,9 @@ import re
 from .common import (PROCESS_HEADER, failed_text, gpu_rows, looks_like_error, process_rows, short_frame,
                      stack_total, tail_heading, thread_stacks)
 from .consensus import (MAX_HOST_LINES, MAX_OUTLIERS, class_where, host_groups, hosts_text, rank_ranges,
-                        shown_classes, stack_text)
+                        report_classes, shown_classes, stack_text)
+
+MAX_RANK_TABLE = 64     # a host's ranks in the table; more: only the outliers
 
 
 def _md_table(header, rows):
@@ -43,13 +45,21 @@ def render(report):
         out += ["", "## Findings", ""]
         out += ["- **%s**: %s" % (f.kind, f.summary) for f in report.findings]
     if report.ranks and report.ranks.rows:
-        out += ["", "## Ranks", ""]
-        out += _md_table(["rank", "local", "host", "pid", "state", "where", "GPU", ""],
-                         [[r.rank, r.local_rank, r.host, r.pid, r.state, r.where,
-                           ",".join(map(str, r.gpus or [])) or "-", "**suspect**" if r.suspect else ""]
-                          for r in report.ranks.rows])
-        out += ["", "Groups by stack shape: " + "; ".join(
-            "%s: ranks %s" % (g.shape, ",".join(map(str, g.ranks))) for g in report.ranks.groups)]
+        rows = report.ranks.rows
+        classes = report_classes(report.ranks)
+        out += ["", "## Ranks", "", "%d rank%s in %d class%s by stack (the same state and innermost frames)." % (
+            len(rows), "" if len(rows) == 1 else "s", len(classes), "" if len(classes) == 1 else "es"), ""]
+        out += _md_table(CLASS_HEADER, _class_rows(classes))
+        listed = rows if len(rows) <= MAX_RANK_TABLE else [r for r in rows if r.suspect]
+        if listed:
+            out.append("")
+            out += _md_table(["rank", "local", "host", "pid", "state", "where", "GPU", ""],
+                             [[r.rank, r.local_rank, r.host, r.pid, r.state, r.where,
+                               ",".join(map(str, r.gpus or [])) or "-", "**suspect**" if r.suspect else ""]
+                              for r in listed])
+        if len(listed) < len(rows):
+            out += ["", "%s%d ranks in all: every one in the JSON report." % (
+                "The outliers above; " if listed else "", len(rows))]
     out += ["", "## Processes", ""]
     out += _md_table(PROCESS_HEADER, process_rows(report))
     out += ["", "## Threads and syscalls", "",

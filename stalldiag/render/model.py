@@ -564,6 +564,7 @@ class IncidentRank:
     host: str
     file: str
     suspect: bool = False
+    class_index: Optional[int] = None     # its class (RankClass.index); not in the JSON's rank rows
 
     @property
     def rank(self):

@@ -1,8 +1,8 @@
 """Terminal summary: verdict and culprit first, then evidence, processes, stacks."""
 from .common import (PROCESS_HEADER, failed_text, looks_like_error, process_rows, short_frame, stack_total,
                      tail_heading, telling_pids, thread_stacks)
-from .consensus import (MAX_HOST_LINES, MAX_OUTLIERS, class_heading, class_where, host_groups, hosts_text,
-                        rank_ranges, ranks_text, shown_classes, stack_text)
+from .consensus import (MAX_HOST_LINES, MAX_OUTLIERS, MAX_RANK_ROWS, class_heading, class_where, host_groups,
+                        hosts_text, rank_ranges, ranks_text, report_classes, shown_classes, stack_text)
 
 COLORS = {"red": "\033[31m", "yellow": "\033[33m", "green": "\033[32m", "bold": "\033[1m",
           "dim": "\033[2m", "reset": "\033[0m"}
@@ -57,12 +57,7 @@ def render(report, color=False, max_stacks=4):
             out.append("  - [%s] %s" % (f.kind, f.summary))
     if report.ranks and report.ranks.rows:
         out.append("")
-        out.append(_c("Ranks", "bold", color))
-        out.extend("  " + line for line in table(
-            ["rank", "local", "host", "pid", "state", "where", "GPU", ""],
-            [[r.rank, r.local_rank, r.host, r.pid, r.state, r.where[:40],
-              ",".join(map(str, r.gpus or [])) or "-", "SUSPECT" if r.suspect else ""]
-             for r in report.ranks.rows]))
+        out.extend(_ranks_section(report.ranks, color))
     out.append("")
     out.append(_c("Processes", "bold", color))
     out.extend("  " + line for line in table(PROCESS_HEADER, process_rows(report)))
@@ -107,6 +102,31 @@ def render(report, color=False, max_stacks=4):
         for line in report.limitations:
             out.append("  - " + line)
     return "\n".join(out) + "\n"
+
+
+def _ranks_section(ranks, color):
+    """A host's ranks: their classes by stack, then every rank (a few) or the outliers (many)."""
+    rows = ranks.rows
+    classes = report_classes(ranks)
+    out = [_c("Ranks: %d in %d class%s by stack" % (len(rows), len(classes), "" if len(classes) == 1 else "es"),
+              "bold", color)]
+    if len(classes) > 1 or len(rows) > MAX_RANK_ROWS:
+        shown, hidden, hidden_ranks = shown_classes(classes)
+        out += class_lines(shown)
+        if hidden:
+            out.append("  (%d more class%s of %d rank%s in the Markdown/JSON report)" % (
+                hidden, "" if hidden == 1 else "es", hidden_ranks, "" if hidden_ranks == 1 else "s"))
+    listed = rows if len(rows) <= MAX_RANK_ROWS else [r for r in rows if r.suspect][:MAX_OUTLIERS]
+    if listed:
+        out.extend("  " + line for line in table(
+            ["rank", "local", "host", "pid", "state", "where", "GPU", ""],
+            [[r.rank, r.local_rank, r.host, r.pid, r.state, r.where[:40],
+              ",".join(map(str, r.gpus or [])) or "-", "SUSPECT" if r.suspect else ""]
+             for r in listed]))
+    if len(listed) < len(rows):
+        out.append("  (%s%d ranks in the Markdown/JSON report)" % (
+            "the outliers above; " if listed else "", len(rows)))
+    return out
 
 
 def _rank_line(r):
