@@ -47,12 +47,18 @@ def _rank_of(proc):
 
 
 def template(name):
-    """(capture without its rank processes, the waiting rank's process, the stuck rank's process)."""
+    """(capture without its rank processes, its rank 0's process, its rank 1's): in the default
+    captures rank 0 waits in all_reduce and rank 1 is the stuck one."""
     from stalldiag.capture import load_report
     cap = load_report(os.path.join(CAPTURES, name + ".json"))
-    ranks = {_rank_of(p): p for p in cap["processes"] if _rank_of(p) is not None}
+    ranks = rank_processes(cap)
     base = dict(cap, processes=[p for p in cap["processes"] if _rank_of(p) is None])
-    return base, ranks[0], ranks[1]
+    return base, ranks[0], ranks[1] if len(ranks) > 1 else ranks[0]
+
+
+def rank_processes(cap):
+    """The capture's processes with a rank variable, by rank."""
+    return sorted((p for p in cap["processes"] if _rank_of(p) is not None), key=_rank_of)
 
 
 def clone_rank(proc, pid, rank, local_rank, world_size, host_index):
@@ -71,6 +77,8 @@ def clone_rank(proc, pid, rank, local_rank, world_size, host_index):
         for name in names:          # whichever variables the launcher set (torchrun's, Slurm's, ...)
             if name in env:
                 env[name] = str(value)
+    if not any(name in env for name in RANK_VARS):
+        env["RANK"] = str(rank)
     if "GROUP_RANK" in env:
         env["GROUP_RANK"] = str(host_index)
     if "LOCAL_WORLD_SIZE" in env:
@@ -79,17 +87,18 @@ def clone_rank(proc, pid, rank, local_rank, world_size, host_index):
     return out
 
 
-def host_capture(tmpl, host_index, world_size, stuck=None, hostname=None):
-    """The capture of host number host_index (8 ranks from host_index * 8), with rank `stuck`
-    (if it is on this host) a clone of the template's stuck rank."""
+def host_capture(tmpl, host_index, world_size, stuck=None, hostname=None, per_host=RANKS_PER_HOST, sources=None):
+    """The capture of host number host_index (per_host ranks from host_index * per_host), with rank
+    `stuck` (if it is on this host) a clone of the template's stuck rank. sources: the process each
+    local rank is a clone of, instead (a list of per_host processes)."""
     base, waiting, stuck_proc = tmpl
     cap = copy.copy(base)
     cap["host"] = dict(base.get("host") or {}, hostname=hostname or "node%04d" % (host_index + 1))
     launcher = next((p for p in base["processes"] if p["pid"] == waiting.get("ppid")), None)
     processes = list(base["processes"])
-    for local in range(RANKS_PER_HOST):
-        rank = host_index * RANKS_PER_HOST + local
-        source = stuck_proc if rank == stuck else waiting
+    for local in range(per_host):
+        rank = host_index * per_host + local
+        source = sources[local] if sources else stuck_proc if rank == stuck else waiting
         proc = clone_rank(source, 20000 + 10 * local, rank, local, world_size, host_index)
         if launcher is not None:
             proc["ppid"] = launcher["pid"]
@@ -99,21 +108,23 @@ def host_capture(tmpl, host_index, world_size, stuck=None, hostname=None):
 
 
 def _write_host(job):
-    """Write one host's report (a worker's task): (path, template name, host index, ranks, stuck)."""
+    """Write one host's report (a worker's task): (path, template name, host index, ranks, stuck,
+    whole report or the bare capture)."""
     from stalldiag.report import build_report
-    path, name, host, n_ranks, stuck = job
+    path, name, host, n_ranks, stuck, full = job
     cap = host_capture(template(name), host, n_ranks, stuck)
     with open(path, "w") as f:
-        json.dump(build_report(cap), f, default=str)
+        json.dump(build_report(cap) if full else {"capture": cap}, f, default=str)
     return path
 
 
-def write_hosts(directory, n_ranks, stuck, captures=DEFAULT_CAPTURES, jobs=None):
+def write_hosts(directory, n_ranks, stuck, captures=DEFAULT_CAPTURES, jobs=None, full_reports=True):
     """Write n_ranks / 8 per-host reports into directory (the first half of the hosts from the
-    first capture, the rest from the second); return their paths."""
+    first capture, the rest from the second); return their paths. full_reports=False writes only
+    each capture (what merge reads; quicker to make)."""
     n_hosts = n_ranks // RANKS_PER_HOST
     tasks = [(os.path.join(directory, "node%04d.json" % (host + 1)),
-              captures[min(len(captures) - 1, host * len(captures) // n_hosts)], host, n_ranks, stuck)
+              captures[min(len(captures) - 1, host * len(captures) // n_hosts)], host, n_ranks, stuck, full_reports)
              for host in range(n_hosts)]
     if jobs == 1 or n_hosts < 16:
         return [_write_host(t) for t in tasks]
