@@ -164,6 +164,9 @@ sys.stdout.write(json.dumps({"rc": p.returncode, "wall": wall, "cpu": usage.ru_u
 """
 
 
+CHECKOUT = REPO      # the stalldiag timed: this checkout, or --checkout DIR
+
+
 def time_merge(paths, extra=(), profile=None):
     """Run `stalldiag merge` in a fresh interpreter: a dict of wall s, CPU s, peak RSS MiB (largest
     process; the tree's), stdout bytes and lines, and stdout itself."""
@@ -171,10 +174,10 @@ def time_merge(paths, extra=(), profile=None):
     if profile:
         argv += ["-m", "cProfile", "-o", profile]
     argv += ["-m", "stalldiag", "merge"] + list(paths) + list(extra)
-    env = dict(os.environ, PYTHONPATH=REPO + (os.pathsep + os.environ["PYTHONPATH"]
-                                               if os.environ.get("PYTHONPATH") else ""))
+    env = dict(os.environ, PYTHONPATH=CHECKOUT + (os.pathsep + os.environ["PYTHONPATH"]
+                                                   if os.environ.get("PYTHONPATH") else ""))
     proc = subprocess.run([sys.executable, "-c", HELPER] + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          env=env, cwd=REPO)
+                          env=env, cwd=CHECKOUT)
     if proc.returncode != 0:
         raise SystemExit("merge helper failed: %s" % proc.stderr.decode(errors="replace")[-2000:])
     r = json.loads(proc.stdout)
@@ -203,8 +206,14 @@ def main():
                                                 "directory)")
     ap.add_argument("--profile", action="store_true", help="also write a cProfile of one merge --jobs 1 "
                                                            "(merge-RANKS.prof)")
+    ap.add_argument("--checkout", default=None, help="time the stalldiag of this checkout instead (a worktree of "
+                                                      "another branch, for a before/after); the reports are made "
+                                                      "by this one")
     ap.add_argument("--out", default=None, help="write the raw numbers here (JSON)")
     args = ap.parse_args()
+    global CHECKOUT
+    if args.checkout:
+        CHECKOUT = os.path.abspath(args.checkout)
     captures = tuple(args.captures.split(","))
     extra = ["--jobs", str(args.jobs)] if args.jobs else []
     results = []

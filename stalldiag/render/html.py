@@ -646,7 +646,7 @@ select,button{font:inherit;font-size:13px}select{max-width:70%}
 .gpu-chart{margin-bottom:10px}
 svg.rank-grid{display:block;margin:6px 0}svg.rank-grid text{font:11px "DejaVu Sans",Arial,sans-serif;fill:#666}
 svg.rank-grid rect:hover{stroke:#000;stroke-width:1}
-table.classes td:nth-child(-n+3),table.outliers td:nth-child(-n+4){white-space:nowrap}
+table.classes td:nth-child(-n+3),table.classes th,table.outliers td:nth-child(-n+4){white-space:nowrap}
 .gpu-na{font-weight:600}
 footer{margin-top:28px;font-size:12px}
 """
