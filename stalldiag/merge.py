@@ -21,7 +21,7 @@ import os
 from .capture import load_report
 from .diagnosis import diagnose, rank_groups_of as group, suspect_ranks as suspects
 from .errors import CaptureError, StalldiagError
-from .render.consensus import class_where, classes_of, hosts_text, rank_ranges, ranks_text
+from .render.consensus import class_where, classes_of, rank_ranges, ranks_text
 from .render.model import Incident, IncidentHost, IncidentRank, IncidentVerdict, RankRow, Suspect
 
 WAITING = ("collective", "rendezvous", "cuda")
@@ -192,5 +192,4 @@ def _missing(ranks):
     return rank_ranges(missing, max_runs=8) if missing else None
 
 
-__all__ = ["merge_reports", "incident", "incident_of_hosts", "read_host", "host_of_report", "consensus_text",
-           "hosts_text"]
+__all__ = ["merge_reports", "incident", "incident_of_hosts", "read_host", "host_of_report", "consensus_text"]
