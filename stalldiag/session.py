@@ -20,6 +20,7 @@ from .probes.gil import GilProbe
 from .probes.gpu import GpuProbe
 from .probes.joins import JoinsProbe
 from .probes.locks import FileLocksProbe
+from .probes.objects import ObjectsProbe
 from .probes.output_tail import OutputTailProbe
 from .probes.resources import JobResourcesProbe
 from .probes.stacks import StacksProbe
@@ -37,7 +38,7 @@ def default_probes(config=None):
     module is not even imported otherwise), the thread sampler before the probes that read its
     samples, the samplers of the window before those that resolve at its end (at_end)."""
     probes = [ThreadsProbe(), StacksProbe(), GpuProbe(), JobResourcesProbe(), FileLocksProbe(), WakersProbe(),
-              FileWaitsProbe(), GilProbe(), JoinsProbe(), OutputTailProbe()]
+              FileWaitsProbe(), GilProbe(), JoinsProbe(), ObjectsProbe(), OutputTailProbe()]
     if config is None or config.syscalls == "exact":
         from .probes.syscall_counts import ExactCountsProbe
         probes.insert(0, ExactCountsProbe())

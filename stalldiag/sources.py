@@ -143,6 +143,15 @@ def _block_end(lines, line):
     return end
 
 
+def source_line(pid, filename, lineno, cache=None):
+    """The stripped text of line lineno of filename as process pid sees it, or None."""
+    lines = _lines(_absolute(filename, pid, cache if cache is not None else {}), cache if cache is not None else {},
+                   pid)
+    if not lines or not lineno or lineno > len(lines):
+        return None
+    return lines[lineno - 1].strip()
+
+
 def _absolute(filename, pid, cache):
     key = ("cwd", pid)
     if key not in cache:

@@ -49,6 +49,11 @@ CASES = {
     "cpu_loop_dev_mode": ([sys.executable, "-X", "dev", "-X", "tracemalloc=25", "-u", "cpu_loop_dev_mode.py"], 1.0, 3),
     "compile_settings_slow": (py("compile_fresh_cache.py"), 2.0, 3, None,
                               {"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"}),
+    # issue 33: the object behind a wait, read from memory (its state decides the sentence)
+    "objects_barrier_short": (py("barrier_party_missing.py", "threads"), 1.0, 2),
+    "objects_semaphore_leaked": (py("heldout3_semaphore_leak.py"), 1.0, 2),
+    "objects_queue_full": (py("queue_consumer_died.py"), 1.0, 2),
+    "objects_rlock_owner_exited": (py("rlock_owner_exited.py"), 1.0, 2),
     # issue 32: a job reading a pipe only a supervisor outside it can write (it sits in accept())
     "pipe_fed_by_idle_server": (py("pipe_fed_by_idle_server.py"), 1.0, 2, "child"),
     # issue 32: a leaked lock beside torch's idle OpenMP threads (no "likely deadlock" of them)

@@ -1,6 +1,6 @@
 """Run stalldiag on each reproduced hang of fixtures/repro/*_manifest.json and score the verdict.
 
-    python3 tools/run_repros.py [--duration S] [--out DIR] [--python VERSION] [id ...]
+    python3 tools/run_repros.py [--duration S] [--out DIR] [--python VERSION] [--manifest FILE] [id ...]
 
 Each reproduction (written by someone who saw neither stalldiag's code nor a
 list of its mechanisms, from a public issue thread it cites) is started from
@@ -23,14 +23,19 @@ sys.path.insert(0, ROOT)
 from stalldiag.targets import descendants  # noqa: E402
 
 
-def manifests():
+def manifests(paths=None):
     """Every row of every manifest; a row the product defines otherwise (fixtures/repro/
     adjudicated.json, with why) carries its adjudicated category in truth and the manifest's in
     truth["manifest_said"]."""
     rows = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "fixtures", "repro", "*_manifest.json"))):
+    for path in paths or sorted(glob.glob(os.path.join(ROOT, "fixtures", "repro", "*_manifest.json"))):
         with open(path) as f:
-            rows.extend(json.load(f))
+            for row in json.load(f):
+                # a manifest outside the checkout (a blind round before it is committed) names
+                # its files relative to itself
+                if paths and not os.path.exists(os.path.join(ROOT, row["file"])):
+                    row["file"] = os.path.join(os.path.dirname(os.path.abspath(path)), row["file"])
+                rows.append(row)
     adjudicated_path = os.path.join(ROOT, "fixtures", "repro", "adjudicated.json")
     adjudicated = json.load(open(adjudicated_path)) if os.path.exists(adjudicated_path) else {}
     for row in rows:
@@ -47,16 +52,34 @@ def interpreter(version):
     return os.path.join(prefix, "bin", "python3") if prefix else sys.executable
 
 
+def _ready_pid(path, default):
+    """The pid a reproduction's `READY <pid>` line names (the process a user would inspect:
+    the job's main process, which may be a child of what was started), else default."""
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                words = line.split()
+                if len(words) >= 2 and words[0] == "READY" and words[1].isdigit():
+                    return int(words[1])
+    except OSError:
+        pass
+    return default
+
+
 def run_one(row, duration, out_dir, python=None):
-    argv = [interpreter(python or row.get("python")), os.path.join(ROOT, row["file"])]
-    popen = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
+    argv = [interpreter(python or row.get("python")), os.path.join(ROOT, row["file"])] + \
+        [str(a) for a in row.get("args") or []]
+    stdout_path = os.path.join(out_dir, row["id"] + ".stdout")
+    with open(stdout_path, "w") as stdout:
+        popen = subprocess.Popen(argv, cwd=ROOT, stdout=stdout, stderr=subprocess.STDOUT,
+                                 start_new_session=True, env=dict(os.environ, **(row.get("env") or {})))
     try:
         time.sleep(row.get("settle_s", 5))
         if popen.poll() is not None:
             return {"id": row["id"], "error": "exited with %s before the inspection" % popen.returncode}
         out = os.path.join(out_dir, row["id"] + ".json")
-        proc = subprocess.run([sys.executable, "-m", "stalldiag", "inspect", str(popen.pid), "--children",
+        target = _ready_pid(stdout_path, popen.pid)
+        proc = subprocess.run([sys.executable, "-m", "stalldiag", "inspect", str(target), "--children",
                                "--duration", str(duration), "-o", out], capture_output=True, text=True,
                               cwd=ROOT, timeout=duration + 120)
         if proc.returncode != 0 or not os.path.exists(out):
@@ -92,10 +115,11 @@ def main():
     parser.add_argument("--duration", type=float, default=5)
     parser.add_argument("--out", default="/tmp/stalldiag-repro")
     parser.add_argument("--python", default=None, help="run every reproduction under this pyenv version")
+    parser.add_argument("--manifest", action="append", help="run this manifest's rows (default: the checkout's)")
     parser.add_argument("ids", nargs="*")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    rows = [r for r in manifests() if not args.ids or r["id"] in args.ids]
+    rows = [r for r in manifests(args.manifest) if not args.ids or r["id"] in args.ids]
     results = []
     for row in rows:
         result = run_one(row, args.duration, args.out, args.python)

@@ -23,6 +23,7 @@ from typing import List
 from . import kinds
 from .category import BOUNDARIES
 from .motion import runaway, stuck
+from .objects import not_read as object_not_read
 from .registry import table
 
 LEVELS = ("low", "medium", "high")
@@ -134,6 +135,13 @@ def _basis(scene, findings, decision, c):
         c.settle.append(LONGER)
         if root not in ("cpu",):
             c.settle.append("--syscalls exact, to see every wake-up of the threads involved")
+    unread = object_not_read(culprit) if culprit is not None and decision.category == "locks" else None
+    if unread:
+        # the object the culprit waits on was there to read and could not be: its state (who
+        # holds it, how many arrived) is what a lock verdict stands on
+        c.cap("medium", "the object the culprit waits on could not be read")
+        c.unknown.append("the state of the object %s waits on (%s)" % (culprit.label, unread))
+        c.settle.append("--locals, with the permissions to read the target's memory")
     lead = table.leading(table.kept(findings, decision.category))
     if lead is not None and lead is not decision.mechanism and lead.unknown:
         c.cap("medium", "the summary's %s could not be read" % lead.unknown)

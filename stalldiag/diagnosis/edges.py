@@ -33,6 +33,7 @@ from .views import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, acceptin
 from .locks import (LOCK_NAME, futex_word, held_in_window, held_locks, holds_same, lock_intent, self_held,
                     shared_futex)
 from .motion import STUCK_SHARE, stuck
+from .objects import not_read as object_not_read, unending
 from .polls import feeder_failed
 from . import kinds
 from .threads import THREAD_WAIT_KINDS
@@ -310,8 +311,17 @@ def orphaned_wait(g, view, co_waiters):
     facts = {"waiter": view, "co_waiters": co_waiters, "stuck_too": stuck_too, "alone": not python,
              "native": len(threads) - 1, "pool": pool,
              "timers": [v for v in python if v not in co_waiters and v not in stuck_too]}
-    kind = M.POOL_DEADLOCK if pool and view.frame_kind == "future" else M.ORPHANED_WAIT
-    return Edge(view, None, kind, findings=[Finding.about(kind, view, **facts)])
+    if pool and view.frame_kind == "future":
+        return Edge(view, None, M.POOL_DEADLOCK, findings=[Finding.about(M.POOL_DEADLOCK, view, **facts)])
+    # the object waited on, read from memory, says whether its state keeps the wait from ending
+    stuck_object = unending(g, view)
+    if stuck_object is not None:
+        finding = Finding.about(M.STUCK_OBJECT, view, stuck=stuck_object, **facts)
+        return Edge(view, None, M.STUCK_OBJECT, findings=[finding])
+    unread = object_not_read(view)
+    finding = Finding.about(M.ORPHANED_WAIT, view, unknown="the object it waits on was not read (%s)" % unread
+                            if unread else None, **facts)
+    return Edge(view, None, M.ORPHANED_WAIT, findings=[finding])
 
 
 # --- across processes -----------------------------------------------------------------------

@@ -78,6 +78,27 @@ def blocking_text(view):
     return "%s, which waits on %s; ended by %s" % (text, row.waits_on, row.ended_by)
 
 
+def waited_object(view):
+    """The object the thread waits on (a HeldObject): the outermost blocking call's `self` (the
+    Barrier of Barrier.wait, the Queue of Queue.get, rather than the Condition they wait in), else
+    the innermost object read; None when none was read."""
+    inside = [o for o in view.objects if not o.caller]
+    objects = [o for o in inside if o.local == "self"] or inside
+    return objects[-1] if objects else None
+
+
+def objects_text(view):
+    """"the Barrier its Barrier.wait waits on: 2 of 3 parties arrived" (what was read of the
+    objects behind the wait), or None."""
+    held = waited_object(view)
+    if held is None:
+        return None
+    short = held.frame.rsplit(".", 1)[-1]
+    if not held.read:
+        return "the object %s waits on was not read (%s)" % (short, held.fact.get("not_read"))
+    return "%s waits on %s" % (held.frame, held.text[0].lower() + held.text[1:])
+
+
 def describe_thread(view):
     """"thread 812 'writer' (pid 800): futex 100% of 200 samples (...); Python: f (x.py:3)"."""
     parts = ["%s: %s of %d samples" % (view.label, residency_text(view), view.n_samples)]
@@ -87,6 +108,9 @@ def describe_thread(view):
     blocked = blocking_text(view)
     if blocked:
         parts.append("blocked " + blocked)
+    held = objects_text(view)
+    if held:
+        parts.append(held)
     if view.cpu_seconds is not None:
         parts.append("%.2f s CPU" % view.cpu_seconds)
     frame = frame_text(view.user_frame())

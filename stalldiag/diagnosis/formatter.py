@@ -72,11 +72,30 @@ def nobody_left(co_waiters, stuck_too, alone, native, timers=()):
 
 
 def orphaned_wait(g, waiter, co_waiters, stuck_too, alone, native, pool, timers=()):
-    return ("%s waits (%s) at %s for another thread of pid %d, and no thread is left to end the wait: %s. Nothing "
-            "will: the thread that would (a producer, a consumer, a party) died on an exception, which ends a "
-            "thread quietly, or was never started" % (
+    # what is seen, not the possible stories: which thread should have ended the wait is not
+    # among the live ones, and why it is not cannot be seen from the stacks
+    return ("%s waits (%s) at %s for another thread of pid %d, and no live thread is left to end the wait: %s; "
+            "the thread that should end it is not among them" % (
                 waiter.label, waiter.frame_kind, frame_text(waiter.user_frame()) or "?", waiter.pid,
                 nobody_left(co_waiters, stuck_too, alone, native, timers)))
+
+
+def stuck_object(g, waiter, stuck, co_waiters, stuck_too, alone, native, pool, timers=()):
+    held = stuck.held
+    what = held.type.rsplit(".", 1)[-1]
+    where = frame_text(waiter.user_frame()) or "?"
+    if held.frame == (waiter.user_frame() or [None])[0]:
+        text = "%s waits at %s on %s, %s: %s" % (waiter.label, where, held.local, _an(what), stuck.says)
+    else:
+        text = "%s waits in %s at %s on %s: %s" % (waiter.label, held.frame, where, _an(what), stuck.says)
+    if stuck.closed:
+        return text
+    return "%s; no live thread is left to change that: %s" % (
+        text, nobody_left(co_waiters, stuck_too, alone, native, timers) or "none runs")
+
+
+def _an(word):
+    return ("an " if word[:1].lower() in "aeiou" or word.startswith("RLock") else "a ") + word
 
 
 def pool_deadlock(g, waiter, co_waiters, stuck_too, alone, native, pool, timers=()):

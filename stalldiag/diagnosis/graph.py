@@ -172,6 +172,7 @@ class WaitGraph:
             self.states[(view.pid, view.tid)] = view.state
             _kind_from_state(view)
         self.file_locks, self.file_waits, self.joins = facts.file_locks, facts.file_waits, facts.joins
+        self.objects = facts.objects        # None: not read (an older capture, or no thread waited)
         self.gil, self.wakers = facts.gil, facts.wakers
         self.output = facts.output          # pid -> OutputTail
         self.syscall_errors = facts.syscall_errors

@@ -91,7 +91,7 @@ def feeder_failed(g, pids):
 def thread_died_at_root(scene):
     """thread_died() of the chain's end, with what the walk found of the same wait."""
     root = scene.root
-    orphan = next((f.facts for f in scene.walk.findings if f.kind == M.ORPHANED_WAIT and f.tid == root.tid
+    orphan = next((f.facts for f in scene.walk.findings if f.kind in (M.ORPHANED_WAIT, M.STUCK_OBJECT) and f.tid == root.tid
                    and f.pid == root.pid), None)
     return thread_died(scene.g, root, orphan)
 

@@ -83,6 +83,9 @@ class ThreadView:
         # (probes/stacks.py), and shares are of what was seen, not of what was lost
         self.n_framed_samples = sum(n for s, n in self.stacks if s)
         self.top_stack, self.top_stack_count = _top_stack(self.stacks_by_count())
+        # the objects its waiting frames hold, innermost first (probes/objects.py); [] when none
+        # was read (None in `facts.objects`: the probe did not run)
+        self.objects = facts.objects.of_thread(proc.pid, thread.tid) if facts.objects else []
         self.frame_matches = frame_table.match_stack(self.top_stack) if self.top_stack else []
         self.frame_kind = _wait_frame_kind(self.top_stack, self.frame_matches)
         self.context_share = _context_share(self.stacks, self.n_framed_samples)

@@ -421,6 +421,7 @@ class Facts:
     file_locks: List["FileLock"]
     file_waits: Dict[Any, "FileWait"]
     joins: Dict[Any, "Join"]
+    objects: Optional["Objects"]
     gil: Dict[int, "GilOwner"]
     wakers: Dict[Any, List["WakerRecord"]]
     output: Dict[int, OutputTail]        # pid -> the last lines it wrote
@@ -447,7 +448,7 @@ def read(capture):
         window=Window.of(capture), machine=Machine.of(capture), processes=processes(capture),
         frames=list(capture.get("frames") or []), stacks=list(capture.get("stacks") or []),
         gpu=Gpus.of(capture), resources=Resources.of(capture),
-        file_locks=file_locks, file_waits=file_waits, joins=joins, gil=gil, wakers=wakers,
+        file_locks=file_locks, file_waits=file_waits, joins=joins, objects=Objects.of(capture), gil=gil, wakers=wakers,
         output=output_tails(capture), output_raw=dict(capture.get("output_tail") or {}),
         syscall_errors=syscall_errors(capture), exact_syscalls=exact if isinstance(exact, dict) else None,
         unix_peers=dict(_by_int(capture.get("unix_peers"))), tcp_peers=dict(_by_int(capture.get("tcp_peers"))),
@@ -500,6 +501,69 @@ class Join:
     tid: int
     target: Optional[str] = None
     target_tid: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class HeldObject:
+    """An object a waiting thread's frame holds, read from the target's memory (probes/objects.py):
+    `fact` is the decoded record ({"kind": "Barrier", "parties": 3, "count": 2, ...}; a field that
+    could not be read is {"not_read": why}), or {"not_read": why} for the whole object."""
+    pid: int
+    tid: int
+    frame: str
+    local: str
+    type: str
+    fact: Dict[str, Any]
+    text: str
+    caller: bool = False     # held by the user's frame that made the blocking call, not by the call
+
+    @property
+    def read(self):
+        return "not_read" not in self.fact
+
+    @property
+    def kind(self):
+        return self.fact.get("kind")
+
+    def get(self, name):
+        """A field's value, None when absent or not read."""
+        value = self.fact.get(name)
+        return None if isinstance(value, dict) and "not_read" in value else value
+
+
+@dataclass(frozen=True)
+class Objects:
+    """What probes/objects.py read: the objects per thread (innermost frame first), each process's
+    live thread idents, and what it could not read.  None in a Facts: the probe did not run (an
+    older capture) or no thread waited in a blocking function."""
+    by_thread: Dict[Any, List[HeldObject]]
+    idents: Dict[int, Dict[int, int]]      # pid -> {thread ident: tid}
+    not_read: List[str]
+
+    @classmethod
+    def of(cls, capture):
+        raw = capture.get("objects")
+        if not isinstance(raw, dict):
+            return None
+        by_thread = {}
+        for item in raw.get("threads") or []:
+            try:
+                held = HeldObject(int(item["pid"]), int(item["tid"]), str(item.get("frame")), str(item.get("local")),
+                                  str(item.get("type")), dict(item.get("fact") or {}), str(item.get("text") or ""),
+                                  bool(item.get("caller")))
+            except (KeyError, TypeError, ValueError):
+                continue
+            by_thread.setdefault((held.pid, held.tid), []).append(held)
+        idents = {}
+        for pid, table in _by_int(raw.get("idents")):
+            try:
+                idents[pid] = {int(k): v for k, v in (table or {}).items()}
+            except (TypeError, ValueError):
+                continue
+        return cls(by_thread, idents, [str(x) for x in raw.get("not_read") or []])
+
+    def of_thread(self, pid, tid):
+        return self.by_thread.get((pid, tid), [])
 
 
 @dataclass

@@ -70,15 +70,41 @@ def candidates(records, profiles, frames):
     return found
 
 
+# One `py-spy dump --locals` per process serves every end-of-window probe that reads locals
+# (joins, file waits, objects): a dump younger than this is reused.
+DUMP_REUSE_S = 2.0
+_DUMPS = {}
+
+
+def dump_locals_raw(pid):
+    """({tid: [{"function", "file", "user", "locals": [{"name", "addr", "repr"}]}, ...] leaf
+    first}, {thread ident: tid}) from one py-spy dump --locals of pid (reused for DUMP_REUSE_S)."""
+    cached = _DUMPS.get(pid)
+    if cached is not None and time.monotonic() - cached[0] < DUMP_REUSE_S:
+        return cached[1]
+    found, idents, ids = {}, {}, ThreadIdMap()
+    for thread in pyspy_dump(pid, with_locals=True) or []:
+        tid = dumped_tid(pid, thread, ids)
+        if thread.get("thread_id") is not None:
+            idents[thread["thread_id"]] = tid
+        found[tid] = [
+            {"function": f.get("name"), "file": f.get("filename") or "", "line": f.get("line"),
+             "user": not frame_table.is_library_file(f.get("filename") or ""),
+             "locals": [{"name": str(l.get("name")), "addr": l.get("addr"), "repr": str(l.get("repr"))}
+                        for l in f.get("locals") or []]}
+            for f in thread.get("frames") or []]
+    if len(_DUMPS) > 64:
+        _DUMPS.clear()
+    _DUMPS[pid] = (time.monotonic(), (found, idents))
+    return found, idents
+
+
 def dump_locals(pid):
     """{tid: [{"function", "file", "locals": {name: repr}}, ...] leaf first} from one py-spy dump."""
-    found, ids = {}, ThreadIdMap()
-    for thread in pyspy_dump(pid, with_locals=True) or []:
-        found[dumped_tid(pid, thread, ids)] = [
-            {"function": f.get("name"), "file": f.get("filename") or "",
-             "locals": {str(l.get("name")): str(l.get("repr")) for l in f.get("locals") or []}}
-            for f in thread.get("frames") or []]
-    return found
+    dumped, _idents = dump_locals_raw(pid)
+    return {tid: [{"function": f["function"], "file": f["file"],
+                   "locals": {l["name"]: l["repr"] for l in f["locals"]}} for f in stack]
+            for tid, stack in dumped.items()}
 
 
 def _string(text):

@@ -38,6 +38,7 @@ class M(str, Enum):
     LOCK_POLL = "lock-poll"
     FLAG_ORPHANED_NETWORK = "flag-orphaned-network"
     FLAG_ORPHANED = "flag-orphaned"
+    STUCK_OBJECT = "stuck-object"
     ORPHANED_WAIT = "orphaned-wait"
     POOL_DEADLOCK = "pool-deadlock"
     MISSED_TASK_DONE = "missed-task-done"

@@ -43,6 +43,7 @@ from typing import Any, Callable, Optional, Tuple
 from .. import detectors as found
 from .. import formatter as say
 from .. import gpu
+from .. import objects
 from .. import polls
 from .. import resources
 from .. import settings
@@ -158,6 +159,11 @@ _DECIDING = (
     _decides(M.FLAG_ORPHANED, found.on_root(polls.flag_orphaned), polls.flag_orphaned_text, category="locks",
              decides="weak-root", rests_on="unnamed", blocks_progress=True, leads_summary=True,
              settle=("the job's stderr: the traceback of the thread that was to set the flag",)),
+    # the same wait, its object read: its state (a barrier short of parties, a semaphore at 0, an
+    # event not set, an RLock whose owner exited) says what keeps it waiting
+    _decides(M.STUCK_OBJECT, found.on_scene(objects.stuck_object_found), say.stuck_object, rests_on="inferred",
+             blocks_progress=True, leads_summary=True,
+             settle=("the job's stderr: an 'Exception in thread' traceback names a thread that died",)),
     _decides(M.ORPHANED_WAIT, found.from_walk(M.ORPHANED_WAIT), say.orphaned_wait, rests_on="unnamed",
              blocks_progress=True, leads_summary=True,
              settle=("the job's stderr: an 'Exception in thread' traceback names the thread that died",
