@@ -49,7 +49,7 @@ def test_a_loop_only_its_own_threads_can_wake_is_a_lost_wakeup(launch):
 
 def test_a_step_blocking_on_a_future_only_its_own_loop_can_finish_is_the_loop(launch):
     """run_coroutine_threadsafe(...).result() from the loop's own thread: the loop is the
-    culprit, not the idle executor worker beside it (rd_mqtt_threadsafe_selfwait's mechanism)."""
+    culprit, not the idle executor worker beside it (mqtt_threadsafe_selfwait's mechanism)."""
     w = launch("event_loop_waits.py", "self-wait", settle=0.8)
     report = inspect_json(w.pid)
     verdict = report["verdict"]

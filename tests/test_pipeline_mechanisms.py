@@ -73,7 +73,7 @@ def test_a_signal_handler_reentering_queue_put_is_a_self_deadlock(launch):
 
 def test_processes_at_a_shared_barrier_a_party_never_reaches_are_a_collective(launch):
     """multiprocessing.Barrier(4), three processes wait, the fourth died before arriving
-    (rd_mp_barrier_killed_rank's mechanism): the parties are ranks of a collective, not a lock
+    (mp_barrier_killed_rank's mechanism): the parties are ranks of a collective, not a lock
     deadlock, and the run makes no progress."""
     w = launch("barrier_party_missing.py", "processes")
     report = inspect_json(w.pid, "--children", duration=2)
@@ -94,7 +94,7 @@ def test_threads_at_a_barrier_of_one_process_stay_a_lock_wait(launch):
 def test_a_queue_whose_consumer_died_is_orphaned_whatever_a_watchdog_sleeps(launch):
     """The only other thread sleeps one long sleep (a watchdog): it will not drain the queue, so
     the producer's put() is an orphaned wait, not a wait on a sleeping thread
-    (re_tb_asyncwriter_dead_thread, tensorboard#6167)."""
+    (tb_asyncwriter_dead_thread, tensorboard#6167)."""
     w = launch("queue_consumer_died.py", settle=0.5)
     report = inspect_json(w.pid, duration=2)
     verdict = report["verdict"]
@@ -107,7 +107,7 @@ def test_a_queue_whose_consumer_died_is_orphaned_whatever_a_watchdog_sleeps(laun
 def test_ranks_waiting_in_different_collectives_are_a_mismatch(launch, tmp_path):
     """DDP with uneven inputs: rank 0's backward() waits for the gradient all-reduce while rank 1
     waits in barrier().  The script that starts the ranks is their launcher; the verdict is the
-    collective, never its store's native threads (re_ddp_uneven_inputs, pytorch#33148)."""
+    collective, never its store's native threads (ddp_uneven_inputs, pytorch#33148)."""
     w = launch("ddp_uneven_batches.py", tmp_path / "init", settle=2.0)
     report = inspect_json(w.pid, "--children", duration=3)
     verdict = report["verdict"]
@@ -121,7 +121,7 @@ def test_ranks_waiting_in_different_collectives_are_a_mismatch(launch, tmp_path)
 
 def test_a_worker_waiting_on_the_compilers_it_runs_is_compiling(launch, tmp_path):
     """The trainer waits on its compile worker, which waits on gcc, one short-lived gcc after
-    another: compilation, not a child program (re_inductor_recompile_storm, pytorch#97783)."""
+    another: compilation, not a child program (inductor_recompile_storm, pytorch#97783)."""
     w = launch("compile_worker_gcc.py", tmp_path, settle=1.5)
     verdict = inspect_json(w.pid, "--children", duration=3)["verdict"]
     assert verdict["category"] == "compilation", verdict["summary"]
@@ -130,7 +130,7 @@ def test_a_worker_waiting_on_the_compilers_it_runs_is_compiling(launch, tmp_path
 
 def test_a_child_reading_a_terminal_nobody_types_into_is_a_hidden_prompt(launch, tmp_path):
     """The setup step's question goes to a log; its stdin is a terminal: the run is blocked on
-    terminal input, and the summary quotes the prompt (rc_hub_trust_prompt, a torch.hub
+    terminal input, and the summary quotes the prompt (hub_trust_prompt, a torch.hub
     trust_repo prompt)."""
     w = launch("hidden_prompt.py", tmp_path, settle=1.0)
     verdict = inspect_json(w.pid, "--children", duration=2)["verdict"]
@@ -141,7 +141,7 @@ def test_a_child_reading_a_terminal_nobody_types_into_is_a_hidden_prompt(launch,
 
 def test_an_event_whose_only_setter_died_is_the_dead_child(launch):
     """A multiprocessing.Event the save process would set; the save process exited with 1 and
-    nothing else maps the event: the dead child, with how it ended (rc_decoupled_ckpt_dead,
+    nothing else maps the event: the dead child, with how it ended (decoupled_ckpt_dead,
     DeepSpeed#7741)."""
     w = launch("event_setter_died.py", settle=1.0)
     report = inspect_json(w.pid, "--children", duration=2)

@@ -213,7 +213,7 @@ def test_a_root_that_only_sleeps_or_computes_is_not_high_and_says_what_would_set
     assert verdict["alternatives"] and verdict["to_settle"], verdict
 
 
-@pytest.mark.parametrize("name", ["repro_rh_wsclient_ready_never_set", "repro_rg_tpe_sigterm_shutdown"])
+@pytest.mark.parametrize("name", ["repro_wsclient_ready_never_set", "repro_tpe_sigterm_shutdown"])
 def test_a_wait_whose_waker_is_not_named_is_never_high_and_says_what_it_does_not_know(name):
     verdict = _verdict(name)
     assert verdict["mechanism"] == "orphaned-wait"

@@ -20,22 +20,22 @@ PROGRESS_UNDECIDABLE = {
     # a pure-Python loop spinning over two lines is, to /proc and py-spy, a compute loop like
     # cpu_loop.py's; the frozen-stack rule catches it only when every sample hits one line
     # (2 runs of 3 here); its verdict is cpu either way
-    "ra_dataloader_epoch_spin",
+    "dataloader_epoch_spin",
     # a regex holding the GIL: its frozen stack needs 3 stack samples, and under load py-spy took
     # only 2 of it in a 4 s window (CI, 8adec81); with fewer the rule cannot tell, and says
     # "making progress" (the category, cpu, is still checked)
-    "rb_regex_gil_join_timeout",
+    "regex_gil_join_timeout",
     # the same for a single-threaded regex: py-spy, niced so as never to slow its target, took
     # fewer than 3 stack samples of it at 100% CPU in CI's 4 s window (its first full run)
-    "rd_entity_regex_redos",
+    "entity_regex_redos",
     # a DataLoader worker spinning in a pure-Python generator over an empty shard: its stack
     # moves over several lines, like a worker preprocessing a heavy batch; the training loop
     # waits the whole window either way (category cpu, checked)
-    "rc_blend_empty_shard_spin",
+    "blend_empty_shard_spin",
     # a checkpoint write inside one writev() for the whole window to storage that moves slowly
     # (a file-server stand-in): nothing the job's processes count advances, so "no progress seen"
     # at medium (truth: slow but advancing); its category, io, is checked
-    "ra_ckpt_slow_storage",
+    "ckpt_slow_storage",
 }
 
 
@@ -50,9 +50,11 @@ def _needs(row):
 
 # Still wrong, with why: the replay of their recorded captures holds them as wrong (a strict
 # xfail in test_reproduced_hangs_replay.py); live, some are right on a lucky run (a loaded
-# machine makes ri_cpuset's threads wait for a CPU), so a live run of them proves nothing
+# machine makes cpuset_shrunk_omp_threads's threads wait for a CPU), so a live run of them proves
+# nothing: those of the fourth round (rh, ri, rj)
 from test_reproduced_hangs_replay import KNOWN_WRONG  # noqa: E402
-STILL_WRONG = {rid: why for rid, why in KNOWN_WRONG.items() if rid.startswith(("rh_", "ri_", "rj_"))}
+ROUND = {row["id"]: row["round"] for row in ROWS}
+STILL_WRONG = {rid: why for rid, why in KNOWN_WRONG.items() if ROUND[rid] in ("rh", "ri", "rj")}
 
 
 def _quiet(row):

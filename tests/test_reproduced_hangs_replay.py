@@ -1,4 +1,4 @@
-"""Each reproduced hang (fixtures/repro/*_manifest.json), recorded once live as a capture
+"""Each reproduced hang (fixtures/repro/manifest.json), recorded once live as a capture
 (fixtures/captures/repro_<id>.json), replays to the truth its manifest states: the category, and
 no progress claim that contradicts it ("making progress" of a stall, "no progress" of a run that
 advances; "cannot tell" contradicts neither).  fixtures/repro/adjudicated.json overrides a
@@ -12,7 +12,7 @@ from stalldiag.capture import load_report
 from stalldiag.report import build_report
 
 REPRO = ROOT / "fixtures" / "repro"
-TRUTH = {row["id"]: row["truth"] for path in sorted(REPRO.glob("*_manifest.json")) for row in json.loads(path.read_text())}
+TRUTH = {row["id"]: row["truth"] for row in json.loads((REPRO / "manifest.json").read_text())}
 ADJUDICATED = json.loads((REPRO / "adjudicated.json").read_text())
 RECORDED = sorted(p.stem[len("repro_"):] for p in CAPTURES.glob("repro_*.json"))
 CONTRADICTS = {"none": "making progress", "some": "no progress seen", "slow": "no progress seen"}
@@ -24,13 +24,13 @@ def test_every_recorded_reproduction_is_in_a_manifest():
 
 # Rows whose recorded verdict is still wrong, and why (strict: a fix makes the test say so).
 KNOWN_WRONG = {
-    "rc_blend_empty_shard_spin": "a DataLoader worker spinning in a pure-Python generator over several lines, "
+    "blend_empty_shard_spin": "a DataLoader worker spinning in a pure-Python generator over several lines, "
                                  "with library calls between, moves like a worker preprocessing a heavy batch: "
                                  "'making progress' (its category, cpu, is right)",
-    "ra_ckpt_slow_storage": "a checkpoint write inside one writev() for the whole window to storage that moves "
+    "ckpt_slow_storage": "a checkpoint write inside one writev() for the whole window to storage that moves "
                             "slowly: nothing the job's processes count advances, so 'no progress seen' (truth: "
                             "slow but advancing); the category, io, is right",
-    "rh_joinable_queue_dead_worker": "JoinableQueue.join() whose workers exited: said 'waits on a lock ... the "
+    "joinable_queue_dead_worker": "JoinableQueue.join() whose workers exited: said 'waits on a lock ... the "
                                      "child that shared it exited' (waker-exited, subprocess); the reporter files "
                                      "the wait for a task_done that cannot come under locks",
 }

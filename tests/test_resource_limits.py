@@ -199,8 +199,9 @@ def test_a_twin_is_a_process_running_the_same_python_program_and_its_listeners_a
         assert address in _listening_of(os.getpid(), listening_sockets())
 
 
+# the program as the capture recorded it: stale_moto_port.py was rj_stale_moto_port.py then
 @pytest.mark.parametrize("name,program", [("flag_waiter_alone_leftover", "flag_waiter_alone.py leftover"),
-                                          ("repro_rj_stale_moto_port", "rj_stale_moto_port.py")])
+                                          ("repro_stale_moto_port", "rj_stale_moto_port.py")])
 def test_a_server_that_never_came_up_names_the_copy_an_earlier_run_left_on_its_port(name, program):
     verdict = _replayed(name)
     assert verdict["category"] == "network" and verdict["confidence"] == "medium", verdict["summary"]

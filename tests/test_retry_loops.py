@@ -80,7 +80,7 @@ def test_a_loop_that_sleeps_by_design_is_not_a_retry(launch):
 def test_an_idle_job_waiting_on_an_uploader_that_retries_is_the_network(launch, tmp_path):
     """The job polls in a sleep loop; in its service process a thread retries a POST answered with
     500 and logs each retry.  The idle focus hands over to the retrying thread, and the growing
-    log is no progress (re_wandb_finish_filestream_500, wandb#6803)."""
+    log is no progress (wandb_finish_filestream_500, wandb#6803)."""
     w = launch("upload_retry_500.py", tmp_path, settle=1.5)
     report = inspect_json(w.pid, "--children", duration=3)
     verdict = report["verdict"]

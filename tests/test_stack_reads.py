@@ -42,10 +42,10 @@ def test_py_spys_words_for_a_raced_read_are_recognised_and_a_clean_summary_is_no
 
 
 def test_a_compile_seen_whole_once_among_frameless_samples_is_a_compile_not_a_spin():
-    """The CI miss of rf_inductor_diff_compile_hang: one whole stack (in inductor) and three a racing
+    """The CI miss of inductor_diff_compile_hang: one whole stack (in inductor) and three a racing
     read left without frames.  Judged on all four samples, compile was 25% of them and the thread
     'busy computing'; judged on the one with frames, it compiles, and one sample is thin evidence."""
-    raw = copy.deepcopy(load_report(str(CAPTURES / "repro_rf_inductor_diff_compile_hang.json")))
+    raw = copy.deepcopy(load_report(str(CAPTURES / "repro_inductor_diff_compile_hang.json")))
     main = next(t for p in raw["processes"] for t in p["threads"] if t.get("stack_samples"))
     raw["stacks"].append([])
     main["stack_samples"] = [[main["stack_samples"][-1][0], 1], [len(raw["stacks"]) - 1, 3]]
