@@ -12,56 +12,22 @@ the test lock exclusively, the others share it, so it never runs beside another 
 Tests of one file always run one after the other.
 """
 import fcntl
-import inspect
 import json
-import re
+import inspect
 import os
-import queue
-import signal
+import re
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "fixtures"
-WORKLOADS = FIXTURES / "workloads"
-CAPTURES = ROOT / "fixtures" / "captures"
-
-
-class Workload:
-    def __init__(self, popen):
-        self.popen = popen
-        self.pid = popen.pid
-
-    def thread_ids(self):
-        return sorted(int(t) for t in os.listdir("/proc/%d/task" % self.pid))
-
-
-def _wait_ready(popen, timeout=60):
-    """Read the workload's stdout in a thread (select() cannot see lines already buffered)."""
-    lines = queue.Queue()
-
-    def reader():
-        for line in popen.stdout:
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=reader, daemon=True).start()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=0.2)
-        except queue.Empty:
-            continue
-        if line is None:
-            break
-        if line.startswith("READY"):
-            return
-    raise AssertionError("workload did not become ready (exit code %s)" % popen.poll())
+import helpers
+# Tests import what they share from helpers.py; these names stay importable from conftest for
+# tests written before it.
+from helpers import (CAPTURES, FIXTURES, ROOT, WORKLOADS, Workload, _wait_ready, children_of,  # noqa: F401
+                     inspect_json, kill_groups, process_of, run_stalldiag, thread_named, wait_for, wchans)
 
 
 # Fixtures that start or need real processes, and calls that do.
@@ -135,85 +101,13 @@ def launch():
     kill_groups(started)
 
 
-def kill_groups(popens):
-    """SIGKILL each workload's process group (started with start_new_session) and reap it."""
-    for popen in popens:
-        try:
-            os.killpg(popen.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        popen.wait()
-
-
-def wait_for(predicate, timeout=30, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("timed out waiting for " + what)
-
-
-def children_of(pid):
-    with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-        return [int(c) for c in f.read().split()]
-
-
-def wchans(pid):
-    """The wchan of every thread of pid ('' for a thread that ended)."""
-    out = []
-    for tid in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
-                out.append(f.read())
-        except OSError:
-            out.append("")
-    return out
-
-
-def run_stalldiag(*args, timeout=120):
-    proc = subprocess.run([sys.executable, "-m", "stalldiag"] + [str(a) for a in args],
-                          capture_output=True, text=True, timeout=timeout, cwd=str(ROOT))
-    return proc
-
-
-def inspect_json(pid, *args, duration=2):
-    proc = run_stalldiag("inspect", pid, "--duration", duration, "--json", *args)
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
-    _calibration_record(report)
-    return report
-
-
-# STALLDIAG_CALIBRATION_LOG=FILE: each verdict a live test asked for, with that test's outcome,
-# one JSON line each (tools/calibration.py turns them into right/wrong per confidence level).
-_CALIBRATION = os.environ.get("STALLDIAG_CALIBRATION_LOG")
-_verdicts_of_test = []
-
-
-def _calibration_record(report):
-    if _CALIBRATION:
-        verdict = report.get("verdict") or {}
-        _verdicts_of_test.append({key: verdict.get(key) for key in ("category", "confidence", "summary")}
-                                 | {"progress": (verdict.get("progress") or {}).get("state")})
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     result = outcome.get_result()
-    if not _CALIBRATION or result.when != "call":
+    if not helpers._CALIBRATION or result.when != "call":
         return
-    with open(_CALIBRATION, "a") as f:
-        for verdict in _verdicts_of_test:
+    with open(helpers._CALIBRATION, "a") as f:
+        for verdict in helpers._verdicts_of_test:
             f.write(json.dumps(dict(verdict, test=item.nodeid, passed=result.passed)) + "\n")
-    _verdicts_of_test.clear()
-
-
-def process_of(report, pid):
-    return next(p for p in report["processes"] if p["pid"] == pid)
-
-
-def thread_named(report, pid, name):
-    return next(t for t in process_of(report, pid)["threads"] if t["name"] == name)
+    helpers._verdicts_of_test.clear()

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import CAPTURES
+from helpers import CAPTURES
 from stalldiag import capture
 from stalldiag.config import Config
 from stalldiag.errors import CaptureError

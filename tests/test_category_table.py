@@ -13,7 +13,7 @@ from stalldiag.diagnosis import category as table
 from stalldiag.diagnosis.threads import FRAME_REFINES, THREAD_WAIT_KINDS
 from stalldiag.report import build_report
 
-from conftest import CAPTURES
+from helpers import CAPTURES
 
 
 def replay(name):

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import inspect_json, process_of
+from helpers import inspect_json, process_of
 
 torch = pytest.importorskip("torch")
 

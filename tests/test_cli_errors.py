@@ -3,16 +3,7 @@ import json
 import os
 import time
 
-from conftest import CAPTURES, run_stalldiag
-
-
-def assert_one_line_error(proc, code, fragment):
-    assert proc.returncode == code, (proc.returncode, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("stalldiag: error: ")
-    assert fragment in lines[0]
-    assert "Traceback" not in proc.stderr
+from helpers import CAPTURES, assert_one_line_error, run_stalldiag
 
 
 def free_pid():

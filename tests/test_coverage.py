@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from conftest import ROOT, run_stalldiag
+from helpers import ROOT, run_stalldiag
 
 from stalldiag.probes.threads import FULL_READ_EVERY, ThreadSampler
 from stalldiag import procfs, targets

@@ -5,8 +5,7 @@ import sys
 
 import pytest
 
-from conftest import run_stalldiag
-from test_cli_errors import assert_one_line_error
+from helpers import assert_one_line_error, run_stalldiag
 
 torch = pytest.importorskip("torch")
 

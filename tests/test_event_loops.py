@@ -6,7 +6,7 @@ without call_soon_threadsafe), where only the loop's own wake-up socket is watch
 no timer is due.  The loop waiting on a peer over TCP is tests/test_captures.py's
 asyncio_selector.
 """
-from conftest import inspect_json
+from helpers import inspect_json
 
 
 def loop_finding(report, kind):

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 from stalldiag.probes.syscall_counts import BACKENDS
 
 N = 5000

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from conftest import CAPTURES, run_stalldiag
+from helpers import CAPTURES, run_stalldiag
 from stalldiag.capture import load_report
 from stalldiag.report import build_report
 

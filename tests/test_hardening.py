@@ -9,8 +9,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, WORKLOADS, inspect_json, run_stalldiag
-from test_cli_errors import assert_one_line_error
+from helpers import ROOT, WORKLOADS, assert_one_line_error, inspect_json, run_stalldiag
 
 NOBODY = 65534
 

@@ -18,7 +18,7 @@ import zlib
 
 import pytest
 
-from conftest import CAPTURES
+from helpers import CAPTURES
 from stalldiag.capture import load_report
 from stalldiag.render import html as html_render
 from stalldiag.render import speedscope

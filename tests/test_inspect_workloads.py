@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from conftest import inspect_json, process_of, thread_named
+from helpers import inspect_json, process_of, thread_named
 
 
 def evidence(report):

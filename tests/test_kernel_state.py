@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import inspect_json
+from helpers import TRACER, inspect_json, rmdir_soon
 from stalldiag import procfs
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (cgroups, ptrace)")
@@ -25,24 +25,13 @@ def states(proc):
     return [s[1] for t in proc["threads"] for s in t["samples"]]
 
 
-def _rmdir_soon(path):
-    for _ in range(50):
-        try:
-            os.rmdir(path)
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.1)    # the killed workload is still leaving it
-
-
 @pytest.fixture
 def cgroups_removed():
     """Remove the cgroups a test made, after its workloads are killed (requested before launch)."""
     made = []
     yield made
     for path in made:
-        _rmdir_soon(path)
+        rmdir_soon(path)
 
 
 def test_cpu_quota_throttling_is_in_the_capture(cgroups_removed, launch):
@@ -71,21 +60,6 @@ def test_sigstop_is_state_T_without_a_tracer(launch):
     assert "tracer" not in proc["kernel"]
     main = next(t for t in proc["threads"] if t["tid"] == w.pid)
     assert main["sched"]["run_ns"] == 0 and main["ctx"] == {"voluntary": 0, "involuntary": 0}
-
-
-TRACER = r"""
-import ctypes, os, sys, time
-PTRACE_SEIZE, PTRACE_INTERRUPT = 0x4206, 0x4207
-libc = ctypes.CDLL(None, use_errno=True)
-libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
-pid = int(sys.argv[1])
-for request in (PTRACE_SEIZE, PTRACE_INTERRUPT):
-    if libc.ptrace(request, pid, None, None) != 0:
-        sys.exit("ptrace %x: %s" % (request, os.strerror(ctypes.get_errno())))
-os.waitpid(pid, 0x40000000)   # __WALL: the tracee is now in a ptrace stop
-print("READY", os.getpid(), flush=True)
-time.sleep(120)
-"""
 
 
 def test_ptrace_stop_is_state_t_and_names_the_tracer(launch):

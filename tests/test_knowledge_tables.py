@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from conftest import CAPTURES
+from helpers import CAPTURES
 from stalldiag.knowledge import frames as frame_table
 from stalldiag.knowledge import processes as process_table
 

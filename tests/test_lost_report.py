@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from conftest import ROOT, run_stalldiag
+from helpers import ROOT, run_stalldiag
 
 PARTIAL = 9     # README: "diagnosis or a renderer failed"
 

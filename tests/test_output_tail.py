@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import WORKLOADS, kill_groups, run_stalldiag, wait_for
+from helpers import WORKLOADS, kill_groups, run_stalldiag, wait_for
 from stalldiag.probes import output_tail
 from stalldiag.probes.syscall_counts import BACKENDS
 from stalldiag.render import render

@@ -4,7 +4,7 @@
 """
 import pytest
 
-from conftest import children_of, inspect_json, wait_for, wchans
+from helpers import children_of, inspect_json, wait_for, wchans
 
 try:
     import torch  # noqa: F401

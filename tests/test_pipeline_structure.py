@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURES
+from helpers import CAPTURES
 from stalldiag.capture import load_report
 from stalldiag.diagnosis import edges as edge_finders
 from stalldiag.diagnosis.graph import WaitGraph

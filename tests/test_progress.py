@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, WORKLOADS, inspect_json
+from helpers import ROOT, WORKLOADS, inspect_json
 
 torch = pytest.importorskip("torch")
 

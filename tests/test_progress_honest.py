@@ -1,7 +1,7 @@
 """Progress that never misleads, on real processes: the job's own output advancing is progress
 whatever its threads wait on; a job that only retries a failing call is not progressing however
 much it writes."""
-from conftest import inspect_json
+from helpers import inspect_json
 
 
 def test_a_job_whose_log_advances_is_making_progress_while_it_waits(launch, tmp_path):
@@ -17,7 +17,7 @@ def test_a_job_whose_stdout_file_advances_is_making_progress(launch, tmp_path):
     out = tmp_path / "stdout.txt"
     import subprocess
     import sys
-    from conftest import WORKLOADS
+    from helpers import WORKLOADS
     with open(out, "w") as f:
         # stdout itself is the log: fd 1 is a file that grows a line a second
         popen = subprocess.Popen([sys.executable, "-u", "-c",

@@ -1,7 +1,7 @@
 """The one progress model (diagnosis/progress.py): a thread, a window, a watch interval."""
 import pytest
 
-from conftest import CAPTURES
+from helpers import CAPTURES
 from stalldiag.capture import load_report
 from stalldiag.diagnosis.graph import WaitGraph
 from stalldiag.diagnosis.progress import CPU_WORK, GPU_WORK, INTERVAL_CPU_S, frozen_stack, interval_progress, stuck

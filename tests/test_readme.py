@@ -1,5 +1,5 @@
 """The README's fresh-machine commands are the ones CI runs."""
-from conftest import ROOT
+from helpers import ROOT
 
 
 def test_ci_runs_the_readme_test_command():

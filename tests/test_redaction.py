@@ -13,7 +13,7 @@ import signal
 
 import pytest
 
-from conftest import inspect_json, run_stalldiag
+from helpers import inspect_json, run_stalldiag
 from stalldiag import redact
 from stalldiag.redact import MASK, redact_argv, redact_local, redact_text
 

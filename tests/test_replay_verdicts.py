@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import CAPTURES, ROOT
+from helpers import CAPTURES, ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
 from replay_all import GOLDEN, brief  # noqa: E402

@@ -6,7 +6,7 @@ import random
 import pytest
 from click.testing import CliRunner
 
-from conftest import CAPTURES
+from helpers import CAPTURES
 from stalldiag.cli import cli
 
 SEEDS = range(120)

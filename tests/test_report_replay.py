@@ -1,7 +1,7 @@
 """`stalldiag report` re-diagnoses a saved capture: the same verdict, offline."""
 import json
 
-from conftest import CAPTURES, inspect_json, run_stalldiag
+from helpers import CAPTURES, inspect_json, run_stalldiag
 
 
 def test_saved_report_rerenders_to_the_same_verdict(launch, tmp_path):

@@ -49,10 +49,10 @@ def _needs(row):
 
 
 # Still wrong, with why: the replay of their recorded captures holds them as wrong (a strict
-# xfail in test_reproduced_hangs_replay.py); live, some are right on a lucky run (a loaded
+# xfail in test_reproduced_hangs_replay.py, the list in helpers.py); live, some are right on a lucky run (a loaded
 # machine makes cpuset_shrunk_omp_threads's threads wait for a CPU), so a live run of them proves
 # nothing: those of the fourth round (rh, ri, rj)
-from test_reproduced_hangs_replay import KNOWN_WRONG  # noqa: E402
+from helpers import KNOWN_WRONG  # noqa: E402
 ROUND = {row["id"]: row["round"] for row in ROWS}
 STILL_WRONG = {rid: why for rid, why in KNOWN_WRONG.items() if ROUND[rid] in ("rh", "ri", "rj")}
 

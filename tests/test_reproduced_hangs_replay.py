@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import CAPTURES, ROOT
+from helpers import CAPTURES, KNOWN_WRONG, ROOT
 from stalldiag.capture import load_report
 from stalldiag.report import build_report
 
@@ -22,18 +22,7 @@ def test_every_recorded_reproduction_is_in_a_manifest():
     assert set(RECORDED) <= set(TRUTH), sorted(set(RECORDED) - set(TRUTH))
 
 
-# Rows whose recorded verdict is still wrong, and why (strict: a fix makes the test say so).
-KNOWN_WRONG = {
-    "blend_empty_shard_spin": "a DataLoader worker spinning in a pure-Python generator over several lines, "
-                                 "with library calls between, moves like a worker preprocessing a heavy batch: "
-                                 "'making progress' (its category, cpu, is right)",
-    "ckpt_slow_storage": "a checkpoint write inside one writev() for the whole window to storage that moves "
-                            "slowly: nothing the job's processes count advances, so 'no progress seen' (truth: "
-                            "slow but advancing); the category, io, is right",
-    "joinable_queue_dead_worker": "JoinableQueue.join() whose workers exited: said 'waits on a lock ... the "
-                                     "child that shared it exited' (waker-exited, subprocess); the reporter files "
-                                     "the wait for a task_done that cannot come under locks",
-}
+# KNOWN_WRONG (helpers.py): rows whose recorded verdict is still wrong, and why (a strict xfail).
 
 
 @pytest.mark.parametrize("rid", [pytest.param(r, marks=pytest.mark.xfail(reason=KNOWN_WRONG[r], strict=True))

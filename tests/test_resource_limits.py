@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import FIXTURES, inspect_json
+from helpers import FIXTURES, inspect_json
 from stalldiag.probes import resources
 
 V2_HOST = FIXTURES / "hosts" / "cgroup_v2"

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from conftest import inspect_json
+from helpers import inspect_json
 from stalldiag.probes.syscall_counts import choose_backend
 
 

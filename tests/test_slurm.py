@@ -21,8 +21,7 @@ import time
 
 import pytest
 
-from conftest import CAPTURES, ROOT, run_stalldiag
-from test_cli_errors import assert_one_line_error
+from helpers import CAPTURES, ROOT, assert_one_line_error, run_stalldiag
 
 SLURM_FIXTURES = ROOT / "fixtures" / "slurm"
 DAEMONS = ("munged", "slurmctld", "slurmd")

@@ -3,7 +3,7 @@
 the diagnosis judges a thread on the samples that have frames."""
 import copy
 
-from conftest import CAPTURES
+from helpers import CAPTURES
 from stalldiag.capture import load_report
 from stalldiag.probes.stacks import READ_ERRORS, _drop_torn, _rooted
 from stalldiag.report import build_report

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from conftest import inspect_json, process_of, thread_named
+from helpers import inspect_json, process_of, thread_named
 
 
 def evidence(report):

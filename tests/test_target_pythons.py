@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import WORKLOADS, inspect_json, process_of
+from helpers import WORKLOADS, inspect_json, process_of
 
 VERSIONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
 

@@ -11,10 +11,8 @@ import os
 
 import pytest
 
-from conftest import inspect_json
+from helpers import children_of, inspect_json, other_tids, summary_and_evidence, wchan
 from stalldiag import procfs
-from test_unseen_locks_storage_and_halted_ranks import children_of, summary_and_evidence
-from test_unseen_pools_sockets_and_healthy_jobs import other_tids, wchan
 
 pytestmark = pytest.mark.heldout
 

@@ -10,7 +10,6 @@ not weakened to match what the tool says today.
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,42 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import WORKLOADS, children_of, inspect_json, process_of, wait_for
+from helpers import (WORKLOADS, children_of, free_port, inspect_json, kill_pids, process_of, progress_state, said,
+                     summary_and_evidence, wait_for)
 
 pytestmark = pytest.mark.heldout
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (cgroups)")
-
-
-def said(report):
-    """Everything the verdict says: summary, evidence, chain and findings."""
-    verdict = report["verdict"]
-    parts = [verdict["summary"]] + list(verdict["evidence"]) + [report.get("chain_text") or ""]
-    parts += [f.get("summary", "") for f in report.get("findings", [])]
-    return "\n".join(parts)
-
-
-def summary_and_evidence(report):
-    return "\n".join([report["verdict"]["summary"]] + list(report["verdict"]["evidence"]))
-
-
-def progress_state(report):
-    return report["verdict"]["progress"]["state"]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def kill_pids(pids):
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGCONT)
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def move_to_root_cgroup(hierarchy, cgroup):

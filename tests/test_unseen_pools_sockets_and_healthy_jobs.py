@@ -15,26 +15,13 @@ import threading
 
 import pytest
 
-from conftest import inspect_json, process_of, thread_named
-from test_unseen_locks_storage_and_halted_ranks import children_of, free_port, kill_pids, summary_and_evidence, wait_for
+from helpers import (children_of, free_port, inspect_json, kill_pids, other_tids, process_of, progress_state,
+                     summary_and_evidence, thread_named, wait_for, wchan)
 
 pytestmark = pytest.mark.heldout
 
 torch_only = pytest.mark.skipif(subprocess.run([sys.executable, "-c", "import torch"]).returncode != 0,
                                 reason="torch not installed")
-
-
-def progress_state(report):
-    return report["verdict"]["progress"]["state"]
-
-
-def other_tids(pid):
-    return [int(t) for t in os.listdir("/proc/%d/task" % pid) if int(t) != pid]
-
-
-def wchan(pid, tid=None):
-    with open("/proc/%d/task/%d/wchan" % (pid, tid or pid)) as f:
-        return f.read()
 
 
 @pytest.fixture

@@ -13,11 +13,13 @@ import time
 
 import pytest
 
-from conftest import WORKLOADS, inspect_json
-from test_unseen_locks_storage_and_halted_ranks import (children_of, free_port, kill_pids, progress_state, said, summary_and_evidence, torch_only,
-                          wait_for)
+from helpers import (WORKLOADS, children_of, free_port, inspect_json, kill_pids, progress_state, said,
+                     summary_and_evidence, wait_for)
 
 pytestmark = pytest.mark.heldout
+
+torch_only = pytest.mark.skipif(subprocess.run([sys.executable, "-c", "import torch"]).returncode != 0,
+                                reason="torch not installed")
 
 
 def state_of(pid):

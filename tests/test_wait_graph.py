@@ -12,8 +12,7 @@ import time
 
 import pytest
 
-from conftest import inspect_json, process_of
-from test_kernel_state import TRACER, _rmdir_soon
+from helpers import TRACER, inspect_json, process_of, rmdir_soon
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (cgroups, ptrace, blkio throttle)")
 
@@ -36,7 +35,7 @@ def test_cpu_quota_is_named_not_on_cpu_100_percent(launch):
         report = inspect_json(w.pid, duration=3)
     finally:
         os.kill(w.pid, signal.SIGKILL)
-        _rmdir_soon("/sys/fs/cgroup/cpu/stalldiag-cpuquota")
+        rmdir_soon("/sys/fs/cgroup/cpu/stalldiag-cpuquota")
     verdict = report["verdict"]
     assert verdict["category"] == "cpu" and verdict["tid"] == w.pid
     assert "throttled by its cgroup CPU quota (10% of a core)" in verdict["summary"]
@@ -74,7 +73,7 @@ def test_halted_child_is_the_culprit_and_no_progress(launch, how):
         os.kill(child, signal.SIGCONT)
         os.kill(child, signal.SIGKILL)
         if how == "freezer":
-            _rmdir_soon(cgroup)
+            rmdir_soon(cgroup)
     verdict = report["verdict"]
     assert verdict["pid"] == child
     assert verdict["category"] == "subprocess"

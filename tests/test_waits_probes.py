@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from conftest import inspect_json
+from helpers import inspect_json
 
 
 def _capture(pid, *args, duration=2):
@@ -104,7 +104,7 @@ def test_plain_sleep_or_compute_looks_up_nothing(launch, script):
 def test_file_wait_tables_match_saved_captures():
     """The hand-written-loop table is matched by a real capture, like every knowledge row."""
     import json
-    from conftest import CAPTURES
+    from helpers import CAPTURES
     from stalldiag.knowledge import frames as table
     frames = [f for path in CAPTURES.glob("*.json") for f in json.loads(path.read_text())["capture"]["frames"]]
     for library, loop_re, body_re in table.FILE_WAIT_SOURCES:

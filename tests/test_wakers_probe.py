@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import run_stalldiag
+from helpers import run_stalldiag
 
 
 def _inspect(pid, tmp_path):

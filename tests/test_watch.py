@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 
 
 def start_watch(pid, report_dir, *extra):
@@ -87,7 +87,7 @@ def test_a_missing_report_dir_is_created_with_its_parents(launch, tmp_path):
 
 @pytest.mark.parametrize("where", ["under a file", "in /proc"])
 def test_a_report_dir_that_cannot_be_made_is_one_line_before_watching(launch, tmp_path, where):
-    from test_cli_errors import assert_one_line_error
+    from helpers import assert_one_line_error
     w = launch("sleep_loop.py", settle=0)
     if where == "under a file":
         (tmp_path / "a-file").write_text("")
