@@ -50,10 +50,10 @@ def _is_live(item):
 # Live tests that must not run beside another: whole files (host-wide state: neighbours, cgroups,
 # discovery of jobs, Slurm, tracers, ptrace settings; timing and progress), and tests whose
 # workload computes (a CPU verdict can turn on another test's load: a run delay, a neighbour)
-ALONE_FILES = {"test_resource_limits", "test_unseen_stopped_workers_and_contention", "test_progress",
+ALONE_FILES = {"test_resource_limits", "test_stopped_workers_and_contention", "test_progress",
                "test_progress_honest", "test_coverage", "test_watch", "test_slurm", "test_discovery_merge",
                "test_exact_syscalls", "test_kernel_state", "test_readme", "test_hardening", "test_cli_errors",
-               "test_unseen_pools_sockets_and_healthy_jobs", "test_unseen_locks_storage_and_halted_ranks",
+               "test_pools_sockets_and_healthy_jobs", "test_locks_storage_and_halted_ranks",
                "test_chains", "test_pipeline_mechanisms", "test_gpu_families", "test_html_report"}
 ALONE_NAMES = re.compile(r"busy|cpu|spin|gil|regex|comput|quota|healthy|paced|progress|contention|neighbour|"
                          r"throttl|compil|slow_storage|exact")

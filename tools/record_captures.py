@@ -2,9 +2,9 @@
 
     python3 tools/record_captures.py [name ...]
 
-The captures replay through the diagnosis in tests/test_captures.py, on any
+The captures replay through the diagnosis in tests/replay/test_captures.py, on any
 machine, and prove that each row of the knowledge tables matches something
-real (tests/test_knowledge_tables.py).  GPU captures come from
+real (tests/replay/test_knowledge_tables.py).  GPU captures come from
 tools/gpu_proof.sh on the GPU machine.
 """
 import os

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from conftest import CAPTURES
+from helpers import CAPTURES
 from stalldiag import render
 from stalldiag.capture import load_report
 from stalldiag.diagnosis import diagnose

@@ -1,6 +1,6 @@
 """What the verdict pipeline may claim: the root of a wait is the holder of what is waited on,
 whatever that holder does; a guess is never said as a proof (issue 32).  Each on a real workload."""
-from conftest import children_of, inspect_json, wait_for
+from helpers import children_of, inspect_json, wait_for
 
 
 def kinds(report):

@@ -1,6 +1,6 @@
 """Mechanisms the reproduced hangs of issue 20 showed missing, each on a workload of its own.
 
-(The reproductions themselves run in tests/test_repro_hangs.py.)
+(The reproductions themselves run in tests/live/test_repro_hangs.py.)
 """
 import pytest
 

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from conftest import inspect_json
+from helpers import inspect_json
 
 try:
     import aiohttp  # noqa: F401

@@ -1,8 +1,8 @@
 """The configuration rows on saved captures (recorded by tools/record_captures.py from the
-workloads of tests/test_configuration.py), and the knob table's own rules."""
+workloads of tests/live/test_configuration.py), and the knob table's own rules."""
 import pytest
 
-from conftest import CAPTURES
+from helpers import CAPTURES
 from stalldiag.capture import load_report
 from stalldiag.knowledge import knobs
 from stalldiag.report import build_report

@@ -10,7 +10,9 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from helpers import KNOWN_WRONG, ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
 import run_repros  # noqa: E402
 
 ROWS = run_repros.manifests()
@@ -49,10 +51,9 @@ def _needs(row):
 
 
 # Still wrong, with why: the replay of their recorded captures holds them as wrong (a strict
-# xfail in test_reproduced_hangs_replay.py, the list in helpers.py); live, some are right on a lucky run (a loaded
-# machine makes cpuset_shrunk_omp_threads's threads wait for a CPU), so a live run of them proves
-# nothing: those of the fourth round (rh, ri, rj)
-from helpers import KNOWN_WRONG  # noqa: E402
+# xfail in tests/replay/test_reproduced_hangs_replay.py, KNOWN_WRONG in helpers.py); live, some are
+# right on a lucky run (a loaded machine makes cpuset_shrunk_omp_threads's threads wait for a
+# CPU), so a live run of those of the fourth round (rh, ri, rj) proves nothing
 ROUND = {row["id"]: row["round"] for row in ROWS}
 STILL_WRONG = {rid: why for rid, why in KNOWN_WRONG.items() if ROUND[rid] in ("rh", "ri", "rj")}
 

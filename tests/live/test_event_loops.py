@@ -3,7 +3,7 @@
 Real loops (fixtures/workloads/event_loop_waits.py): a server idle on its listener, a
 loop asleep on a timer, and a lost wake-up (a Future completed from another thread
 without call_soon_threadsafe), where only the loop's own wake-up socket is watched and
-no timer is due.  The loop waiting on a peer over TCP is tests/test_captures.py's
+no timer is due.  The loop waiting on a peer over TCP is tests/replay/test_captures.py's
 asyncio_selector.
 """
 from helpers import inspect_json

@@ -262,4 +262,4 @@ def test_a_reused_pid_is_a_new_process_never_merged():
         sleeper.wait()
 
 
-# Secrets: tests/test_redaction.py (a table of forms, and a real target through every format).
+# Secrets: tests/unit/test_redaction.py (a table of forms, and a real target through every format).

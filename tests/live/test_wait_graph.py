@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from helpers import TRACER, inspect_json, process_of, rmdir_soon
+from helpers import TRACER, WORKLOADS, inspect_json, process_of, rmdir_soon
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (cgroups, ptrace, blkio throttle)")
 
@@ -174,7 +174,7 @@ def test_marker_file_nothing_will_write(launch, tmp_path):
 @pytest.mark.parametrize("reader", ["sleep 600", "python3 -c 'import os, signal; os.kill(os.getpid(), signal.SIGSTOP)'"])
 def test_stdout_pipe_nobody_drains_names_the_reader_outside_the_tree(launch, tmp_path, reader):
     pidfile = tmp_path / "pid"
-    script = os.path.join(os.path.dirname(__file__), "..", "fixtures", "workloads", "stdout_pipe_stalled.py")
+    script = WORKLOADS / "stdout_pipe_stalled.py"
     launch(None, python=False, argv=["bash", "-c", "%s -u %s %s | %s" % (sys.executable, script, pidfile, reader)],
            settle=1.5)
     writer = int(pidfile.read_text())

@@ -8,16 +8,15 @@
 """
 import ast
 import copy
-from pathlib import Path
 
 import pytest
 
-from helpers import CAPTURES
+from helpers import CAPTURES, ROOT
 from stalldiag.capture import load_report
 from stalldiag.diagnosis import edges as edge_finders
 from stalldiag.diagnosis.graph import WaitGraph
 
-DIAGNOSIS = Path(__file__).resolve().parent.parent / "stalldiag" / "diagnosis"
+DIAGNOSIS = ROOT / "stalldiag" / "diagnosis"
 
 
 def test_the_diagnosis_imports_only_itself_and_the_knowledge_tables():
