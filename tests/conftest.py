@@ -1,21 +1,23 @@
-"""Real workloads, launched for each test and killed afterwards.
+"""Fixtures and hooks; what tests share besides them is in helpers.py.
 
-Two layers: a test that starts a process (a workload, stalldiag itself, a browser, Slurm) is
-`live`; the rest (units, and replays of saved captures) are the fast layer, run after every
-change as `pytest -m "not live"`.
+Three layers, one folder each: tests/unit (functions and tables, no process started),
+tests/replay (saved captures of fixtures/captures replayed offline, no process started) and
+tests/live (anything that starts a process: a workload, stalldiag itself, a browser, Slurm).  The
+folder decides: a test under tests/live is marked `live`, and no other is.  The fast layer, run
+after every change, is `pytest -m "not live" tests` (the same tests as `pytest tests/unit
+tests/replay`).
 
 The suite runs two files at a time (`-n 2 --dist loadfile`, pytest-xdist): most live tests
 wait on a workload that is blocked and use no CPU, so two of them side by side cost the wall
 time of one.  A live test whose answer depends on the machine being otherwise quiet (its
-workload computes, it reads host-wide state, it times something) is marked `alone`: it holds
-the test lock exclusively, the others share it, so it never runs beside another live test.
-Tests of one file always run one after the other.
+workload computes, it reads host-wide state, it times something) is marked `alone` where it is
+written (`pytestmark = pytest.mark.alone` for a whole file, `@pytest.mark.alone` for one test):
+it holds the test lock exclusively, the others share it, so it never runs beside another live
+test.  Tests of one file always run one after the other.
 """
 import fcntl
 import json
-import inspect
 import os
-import re
 import subprocess
 import sys
 import time
@@ -30,42 +32,21 @@ from helpers import (CAPTURES, FIXTURES, ROOT, WORKLOADS, Workload, _wait_ready,
                      inspect_json, kill_groups, process_of, run_stalldiag, thread_named, wait_for, wchans)
 
 
-# Fixtures that start or need real processes, and calls that do.
-LIVE_FIXTURES = {"launch", "freezer", "cpu_quota", "slow_storage_dir", "silent_server", "driver", "cgroups_removed",
-                 "spawn", "retrying", "hang_guard", "slurm", "submit", "target_python", "fuse_mount"}
-LIVE_CALLS = re.compile(r"\b(run_stalldiag|run_one|inspect_json|subprocess|Popen|launch|multiprocessing|os\.fork|"
-                        r"threading\.Thread|CliRunner|session\.|Session\()")
-
-
-def _is_live(item):
-    if LIVE_FIXTURES & set(getattr(item, "fixturenames", ())):
-        return True
-    try:
-        source = inspect.getsource(item.function)
-    except (OSError, TypeError, AttributeError):
-        return True
-    return bool(LIVE_CALLS.search(source))
-
-
-# Live tests that must not run beside another: whole files (host-wide state: neighbours, cgroups,
-# discovery of jobs, Slurm, tracers, ptrace settings; timing and progress), and tests whose
-# workload computes (a CPU verdict can turn on another test's load: a run delay, a neighbour)
-ALONE_FILES = {"test_resource_limits", "test_stopped_workers_and_contention", "test_progress",
-               "test_progress_honest", "test_coverage", "test_watch", "test_slurm", "test_discovery_merge",
-               "test_exact_syscalls", "test_kernel_state", "test_readme", "test_hardening", "test_cli_errors",
-               "test_pools_sockets_and_healthy_jobs", "test_locks_storage_and_halted_ranks",
-               "test_chains", "test_pipeline_mechanisms", "test_gpu_families", "test_html_report"}
-ALONE_NAMES = re.compile(r"busy|cpu|spin|gil|regex|comput|quota|healthy|paced|progress|contention|neighbour|"
-                         r"throttl|compil|slow_storage|exact")
+TESTS = Path(__file__).resolve().parent
+LIVE = TESTS / "live"
 TEST_LOCK = os.path.join(os.environ.get("TMPDIR", "/tmp"), "stalldiag-tests.lock")
 
 
+def is_live(path):
+    """A test is live when its file is under tests/live, and only then."""
+    return LIVE in Path(path).resolve().parents
+
+
+@pytest.hookimpl(tryfirst=True)   # before -m deselects by marker
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if _is_live(item):
+        if is_live(item.path):
             item.add_marker(pytest.mark.live)
-            if Path(str(item.fspath)).stem in ALONE_FILES or ALONE_NAMES.search(item.name):
-                item.add_marker(pytest.mark.alone)
 
 
 @pytest.fixture(autouse=True)

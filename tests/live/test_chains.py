@@ -8,6 +8,8 @@ import pytest
 
 from helpers import inspect_json, process_of
 
+pytestmark = pytest.mark.alone
+
 torch = pytest.importorskip("torch")
 
 

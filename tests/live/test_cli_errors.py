@@ -3,7 +3,11 @@ import json
 import os
 import time
 
+import pytest
+
 from helpers import CAPTURES, assert_one_line_error, run_stalldiag
+
+pytestmark = pytest.mark.alone
 
 
 def free_pid():

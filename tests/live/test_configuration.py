@@ -7,6 +7,8 @@ import pytest
 
 from helpers import inspect_json
 
+pytestmark = pytest.mark.alone
+
 try:
     import torch  # noqa: F401
     HAVE_TORCH = True

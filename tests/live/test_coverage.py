@@ -14,10 +14,14 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from helpers import ROOT, run_stalldiag
 
 from stalldiag.probes.threads import FULL_READ_EVERY, ThreadSampler
 from stalldiag import procfs, targets
+
+pytestmark = pytest.mark.alone
 
 
 def _tree(pid):

@@ -38,6 +38,7 @@ def test_fan_out_that_starves_its_own_pool(launch):
     assert verdict["summary"].startswith("Pool deadlock") and "cf.wait(parts)" in verdict["summary"]
 
 
+@pytest.mark.alone
 def test_trainer_waiting_on_a_local_server_that_spins(launch):
     w = launch("heldout4_local_server_busy.py")
     (server,) = children_of(w.pid)

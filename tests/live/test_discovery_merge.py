@@ -7,6 +7,8 @@ import pytest
 
 from helpers import assert_one_line_error, run_stalldiag
 
+pytestmark = pytest.mark.alone
+
 torch = pytest.importorskip("torch")
 
 

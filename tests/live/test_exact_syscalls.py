@@ -14,6 +14,8 @@ import pytest
 from helpers import ROOT
 from stalldiag.probes.syscall_counts import BACKENDS
 
+pytestmark = pytest.mark.alone
+
 N = 5000
 AVAILABLE = [b.name for b in BACKENDS if b.available()]
 

@@ -27,6 +27,7 @@ def test_lock_order_deadlock_names_both_threads_and_locks(launch):
     assert "`with lock_a:` inside `with lock_b`" in evidence(report)
 
 
+@pytest.mark.alone
 def test_cpu_loop_is_cpu_on_the_main_thread(launch):
     w = launch("cpu_loop.py")
     report = inspect_json(w.pid)

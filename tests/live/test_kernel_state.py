@@ -10,7 +10,7 @@ import pytest
 from helpers import TRACER, inspect_json, rmdir_soon
 from stalldiag import procfs
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (cgroups, ptrace)")
+pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="needs root (cgroups, ptrace)"), pytest.mark.alone]
 
 CPU_CGROUP_V1 = "/sys/fs/cgroup/cpu/stalldiag-cpuquota"
 CPU_CGROUP_V2 = "/sys/fs/cgroup/stalldiag-cpuquota"

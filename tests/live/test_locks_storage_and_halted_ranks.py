@@ -20,7 +20,7 @@ import pytest
 from helpers import (WORKLOADS, children_of, free_port, inspect_json, kill_pids, process_of, progress_state, said,
                      summary_and_evidence, wait_for)
 
-pytestmark = pytest.mark.heldout
+pytestmark = [pytest.mark.heldout, pytest.mark.alone]
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (cgroups)")
 

@@ -143,6 +143,7 @@ def test_inspect_reports_the_last_lines_in_every_format(retrying, tmp_path):
     assert 'id="output-tail"' not in render(report, "html")
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("backend", ["bpftrace", "perf", "strace"])
 def test_exact_counts_say_which_calls_failed(retrying, backend):
     if backend not in [b.name for b in BACKENDS if b.available()]:

@@ -6,6 +6,8 @@ import pytest
 
 from helpers import children_of, inspect_json, wait_for, wchans
 
+pytestmark = pytest.mark.alone
+
 try:
     import torch  # noqa: F401
     HAVE_TORCH = True

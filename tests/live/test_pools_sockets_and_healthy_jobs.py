@@ -18,7 +18,7 @@ import pytest
 from helpers import (children_of, free_port, inspect_json, kill_pids, other_tids, process_of, progress_state,
                      summary_and_evidence, thread_named, wait_for, wchan)
 
-pytestmark = pytest.mark.heldout
+pytestmark = [pytest.mark.heldout, pytest.mark.alone]
 
 torch_only = pytest.mark.skipif(subprocess.run([sys.executable, "-c", "import torch"]).returncode != 0,
                                 reason="torch not installed")

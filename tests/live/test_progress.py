@@ -10,6 +10,8 @@ import pytest
 
 from helpers import ROOT, WORKLOADS, inspect_json
 
+pytestmark = pytest.mark.alone
+
 torch = pytest.importorskip("torch")
 
 

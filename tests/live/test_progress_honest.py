@@ -1,7 +1,11 @@
 """Progress that never misleads, on real processes: the job's own output advancing is progress
 whatever its threads wait on; a job that only retries a failing call is not progressing however
 much it writes."""
+import pytest
+
 from helpers import inspect_json
+
+pytestmark = pytest.mark.alone
 
 
 def test_a_job_whose_log_advances_is_making_progress_while_it_waits(launch, tmp_path):

@@ -59,8 +59,9 @@ STILL_WRONG = {rid: why for rid, why in KNOWN_WRONG.items() if ROUND[rid] in ("r
 
 
 def _quiet(row):
-    """A stall whose processes wait and compute nothing: it may run beside another live test."""
-    return row["truth"].get("progress") == "none" and row["truth"]["blocked_on"] != "cpu"
+    """A stall whose processes wait and compute nothing (a compile computes): it may run beside
+    another live test."""
+    return row["truth"].get("progress") == "none" and row["truth"]["blocked_on"] not in ("cpu", "compilation")
 
 
 def _param(row):

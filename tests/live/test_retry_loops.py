@@ -35,6 +35,7 @@ def test_a_refused_connect_retried_in_a_loop_is_the_network(launch, tmp_path):
     assert report["verdict"]["tid"] == w.pid
 
 
+@pytest.mark.alone
 def test_the_exact_mode_counts_the_failed_calls_and_their_errno(launch, tmp_path):
     backend, _tried = choose_backend()
     if backend is None:
@@ -87,15 +88,3 @@ def test_an_idle_job_waiting_on_an_uploader_that_retries_is_the_network(launch, 
     assert verdict["category"] == "network", verdict["summary"]
     assert verdict["thread_name"] == "uploader" and "retries between sleeps" in verdict["summary"], verdict["summary"]
     assert verdict["progress"]["state"] == "no progress seen", verdict["progress"]
-
-
-@pytest.mark.parametrize("texts, category", [
-    (["except BlockingIOError as e:", "fork: retry: Resource temporarily unavailable"], "subprocess"),
-    (["except BlockingIOError as e:", "spawn of worker 3 failed: [Errno 11] Resource temporarily unavailable"],
-     "subprocess"),
-    (["except BlockingIOError as e:", "could not lock /data/.lock: Resource temporarily unavailable"], "locks"),
-    (["except OSError:", "[Errno 28] No space left on device; retrying"], "io"),
-])
-def test_an_error_that_names_its_resource_outweighs_what_the_except_clause_suggests(texts, category):
-    from stalldiag.knowledge import retries
-    assert retries.failure_category(*texts) == category

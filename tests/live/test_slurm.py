@@ -21,7 +21,9 @@ import time
 
 import pytest
 
-from helpers import CAPTURES, ROOT, assert_one_line_error, run_stalldiag
+from helpers import ROOT, assert_one_line_error, run_stalldiag
+
+pytestmark = pytest.mark.alone
 
 SLURM_FIXTURES = ROOT / "fixtures" / "slurm"
 DAEMONS = ("munged", "slurmctld", "slurmd")
@@ -259,15 +261,3 @@ def test_slurm_inspect_outside_a_step_is_unchanged_by_slurm(slurm):
                           env=dict(slurm.env, SLURM_JOB_ID="1", SLURM_STEP_ID="0"), capture_output=True, text=True,
                           timeout=60)
     assert_one_line_error(proc, 3, "Slurm job 1 has no processes on")
-
-
-def test_slurm_saved_capture_replays_with_slurmstepd_as_launcher():
-    """slurmstepd above the ranks is a launcher: the verdict is the collective, not a wait on a child."""
-    from stalldiag.capture import load_report
-    from stalldiag.report import build_report
-    report = build_report(load_report(str(CAPTURES / "slurm_srun_ranks.json")))
-    roles = {p["pid"]: p["role"] for p in report["processes"]}
-    stepd = next(p for p in report["processes"] if p["comm"] == "slurmstepd")
-    assert roles[stepd["pid"]] == "launcher"
-    assert report["verdict"]["category"] == "collective"
-    assert roles[report["verdict"]["pid"]] == "rank 1"

@@ -28,6 +28,7 @@ def only_child(report, pid):
 # --- waits on another thread ----------------------------------------------------------
 
 
+@pytest.mark.alone
 def test_thread_join_on_a_busy_worker_is_cpu_in_the_worker(launch):
     w = launch("thread_waits.py", "join")
     report = inspect_json(w.pid)
@@ -61,6 +62,7 @@ def test_condition_wait_blames_the_sleeping_producer(launch):
     assert "slow_producer" in evidence(report)
 
 
+@pytest.mark.alone
 def test_future_result_on_a_busy_pool_thread_is_cpu(launch):
     w = launch("thread_waits.py", "future")
     report = inspect_json(w.pid)
@@ -72,6 +74,7 @@ def test_future_result_on_a_busy_pool_thread_is_cpu(launch):
     assert "compute_shard" in evidence(report)
 
 
+@pytest.mark.alone
 def test_semaphore_acquire_with_a_busy_worker_is_cpu(launch):
     w = launch("thread_waits.py", "semaphore")
     report = inspect_json(w.pid)
@@ -82,6 +85,7 @@ def test_semaphore_acquire_with_a_busy_worker_is_cpu(launch):
     assert report["verdict"]["category"] == "cpu"
 
 
+@pytest.mark.alone
 def test_put_on_a_full_queue_blames_the_busy_consumer(launch):
     w = launch("thread_waits.py", "queue-put")
     report = inspect_json(w.pid)
@@ -95,6 +99,7 @@ def test_put_on_a_full_queue_blames_the_busy_consumer(launch):
 # --- waits on another process (multiprocessing, fork) ---------------------------------------
 
 
+@pytest.mark.alone
 def test_pool_result_follows_to_the_busy_pool_worker(launch):
     w = launch("mp_waits.py", "pool")
     report = inspect_json(w.pid, "--children")
@@ -115,6 +120,7 @@ def test_connection_recv_follows_to_the_sleeping_child(launch):
     assert "prepare_reply" in evidence(report)
 
 
+@pytest.mark.alone
 def test_mp_queue_get_follows_to_the_busy_child(launch):
     w = launch("mp_waits.py", "mp-queue")
     report = inspect_json(w.pid, "--children")

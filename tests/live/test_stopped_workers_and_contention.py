@@ -16,7 +16,7 @@ import pytest
 from helpers import (WORKLOADS, children_of, free_port, inspect_json, kill_pids, progress_state, said,
                      summary_and_evidence, wait_for)
 
-pytestmark = pytest.mark.heldout
+pytestmark = [pytest.mark.heldout, pytest.mark.alone]
 
 torch_only = pytest.mark.skipif(subprocess.run([sys.executable, "-c", "import torch"]).returncode != 0,
                                 reason="torch not installed")

@@ -69,6 +69,7 @@ def test_lock_order_deadlock_on_every_python(launch, target_python):
     check_thread_matching(report, w.pid, minor)
 
 
+@pytest.mark.alone
 @pytest.mark.skipif(os.geteuid() != 0, reason="slow storage is made with a blkio cgroup throttle, which needs root")
 def test_input_workers_on_slow_storage_on_every_python(launch, target_python, tmp_path):
     minor, python = target_python
@@ -151,6 +152,7 @@ def test_a_missing_barrier_party_and_an_orphaned_put_on_every_python(launch, tar
         verdict["summary"]
 
 
+@pytest.mark.alone
 def test_a_busy_wait_on_a_flag_is_a_spin_not_progress(launch, target_python):
     """`while not flag: pass` at 100% of a core, no syscall, no output: spinning at that line."""
     minor, python = target_python
@@ -188,6 +190,7 @@ def test_a_poll_loop_whose_child_died_waits_on_the_dead_child_on_every_python(la
     assert verdict["progress"]["state"] == "no progress seen"
 
 
+@pytest.mark.alone
 def test_a_spin_on_queue_empty_is_a_spin_at_the_users_line_on_every_python(launch, target_python):
     minor, python = target_python
     w = launch_with(launch, python, "spin_on_queue_empty.py", settle=0.5)
@@ -274,7 +277,7 @@ def test_a_client_of_a_local_server_whose_handler_deadlocked_is_the_servers_dead
     assert verdict["pid"] != job.pid and "deadlock" in verdict["summary"].lower()
 
 
-@pytest.mark.parametrize("mode", ["event", "poll", "spin"])
+@pytest.mark.parametrize("mode", ["event", "poll", pytest.param("spin", marks=pytest.mark.alone)])
 def test_a_wait_whose_waker_thread_died_names_the_thread_and_its_exception_on_every_python(
         launch, target_python, mode, tmp_path):
     minor, python = target_python

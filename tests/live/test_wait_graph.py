@@ -29,6 +29,7 @@ def child_of(pid):
         return [int(p) for p in f.read().split()]
 
 
+@pytest.mark.alone
 def test_cpu_quota_is_named_not_on_cpu_100_percent(launch):
     w = launch("cpu_quota_throttled.py", 10000, 100000, settle=0.5)
     try:
@@ -42,6 +43,7 @@ def test_cpu_quota_is_named_not_on_cpu_100_percent(launch):
     assert "got 0." in verdict["summary"]            # well under a second of CPU in a 3 s window
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("how", ["sigstop", "tracer", "freezer"])
 def test_halted_child_is_the_culprit_and_no_progress(launch, how):
     if how == "freezer" and not os.path.exists(FREEZER_V1 + "/cgroup.procs"):
@@ -120,6 +122,7 @@ def test_lock_retried_between_sleeps_names_the_holder_outside(launch, tmp_path):
     assert process_of(report, holder.pid)["threads"]
 
 
+@pytest.mark.alone
 def test_gil_held_in_c_code_is_the_holders_category(launch):
     w = launch("gil_held_by_regex.py", settle=1.0)
     report = inspect_json(w.pid, duration=2)

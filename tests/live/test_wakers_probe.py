@@ -192,19 +192,6 @@ def test_read_blocked_on_a_slow_fuse_mount_names_the_server(launch, tmp_path, fu
     assert _proc(cap, server.pid)["outside_tree"] is True
 
 
-def test_file_wait_mountinfo_resolution_on_tmpfs(tmp_path):
-    """mount_of on an ordinary file: by the fd's mnt_id and by the longest mount prefix."""
-    from stalldiag import mounts
-    path = "/dev/shm/stalldiag-mounts-%d" % os.getpid()
-    with open(path, "w") as f:
-        by_fd = mounts.mount_of(os.getpid(), path, f.fileno())
-        by_path = mounts.mount_of(os.getpid(), path)
-    os.unlink(path)
-    assert by_fd == by_path and by_fd["mountpoint"] == "/dev/shm" and by_fd["fstype"] == "tmpfs"
-    st = os.stat("/dev/shm")
-    assert by_fd["dev"] == "%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev))
-
-
 # --- the verdict follows what the probe resolved -------------------------------------------------
 
 def _verdict(pid, tmp_path):

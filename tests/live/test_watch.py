@@ -10,6 +10,8 @@ import pytest
 
 from helpers import ROOT
 
+pytestmark = pytest.mark.alone
+
 
 def start_watch(pid, report_dir, *extra):
     return subprocess.Popen([sys.executable, "-m", "stalldiag", "watch", str(pid), "--every", "1s",

@@ -89,3 +89,16 @@ def test_source_pattern_matches_a_captured_line(pattern):
     regex = pattern[1]
     lines = [f[3]["code"] for _n, f in _frames() if len(f) > 3 and isinstance(f[3], dict)]
     assert any(regex.search(line) for line in lines)
+
+
+def test_file_wait_tables_match_saved_captures():
+    """The hand-written-loop table is matched by a real capture, like every knowledge row."""
+    import json
+    from helpers import CAPTURES
+    from stalldiag.knowledge import frames as table
+    frames = [f for path in CAPTURES.glob("*.json") for f in json.loads(path.read_text())["capture"]["frames"]]
+    for library, loop_re, body_re in table.FILE_WAIT_SOURCES:
+        assert any(len(f) > 3 and f[3] and body_re.search(f[3]["code"] or "")
+                   and any(loop_re.search(w["code"]) for w in f[3]["within"]) for f in frames), library
+    rows = {r.framework for r in table.FRAME_PATTERNS if r.kind == "file-wait"}
+    assert set(table.FILE_WAIT_PATHS) <= rows

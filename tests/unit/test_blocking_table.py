@@ -71,8 +71,8 @@ def test_every_blocking_function_is_in_the_table(minor):
     assert report.enumerated > (100 if minor == "torch" else 300)   # the rule still finds what it should
 
 
-# Functions whose wait is beyond doubt (module level: tests/conftest.py reads a test's own source
-# for words such as multiprocessing and subprocess to tell a live test)
+# Functions whose wait is beyond doubt (named in strings: tests/unit/test_layers.py reads a unit
+# test's code, strings left out, for names such as multiprocessing and subprocess)
 WELL_KNOWN = [("threading", "Condition.wait"), ("queue", "Queue.get"), ("selectors", "EpollSelector.select"),
               ("multiprocessing.connection", "Connection._recv"), ("multiprocessing.queues", "Queue._feed"),
               ("subprocess", "Popen._try_wait"), ("socket", "create_connection"),
