@@ -47,104 +47,43 @@ Layout (schema_version 2):
                                      for regular files (never a pipe, socket or tty)
 """
 import json
-import os
 
+from . import __version__
 from .errors import CaptureError
-from .helpers import intern_row
 
 SCHEMA_VERSION = 3
-# processes sampled because an inspected one waits on them, not because they are in its tree
-OUTSIDE_ROLES = ("lock-holder", "pipe-peer", "waker")
+
+# The probes' keys, in the capture's order, as they read when a probe gave nothing: each probe's
+# Section (probes/base.py) writes its own.
+PROBE_KEYS = (
+    ("processes", list), ("frames", list), ("stacks", list),
+    ("gpu", lambda: {"available": False, "reason": "not measured"}),
+    ("skipped_children", int), ("unix_peers", dict), ("tcp_peers", dict), ("exact_syscalls", None),
+    ("locks", None), ("file_waits", None), ("joins", None), ("gil", None), ("wakers", list),
+    ("output_tail", dict),
+    # the job's limits, the host's use of its CPUs, memory and disks, and who else uses them
+    ("resources", lambda: {"available": False, "reason": "not measured"}),
+)
 
 
-def build(tool_version, host, request, window, records, profiles, frames, stack_failures,
-          gpu, skipped_children, limitations, unix_peers=None, tcp_peers=None, exact=None, local_values=None,
-          thread_matching=None, locks=None, file_waits=None, gil=None, stack_rates=None, joins=None,
-          stack_snapshots=None, output_tail=None, wakers=None, resources=None):
-    stack_table = []
-    stack_index = {}
-    processes = []
-    latest_record_of_pid = {}
-    for key, record in sorted(records.items(), key=lambda kv: kv[1].first_seen):
-        latest_record_of_pid[record.pid] = key
-    seen_pids = {pid for (pid, _tid) in profiles}
-    limitations = list(limitations)
-    for key, record in sorted(records.items(), key=lambda kv: kv[1].first_seen):
-        proc = record.to_dict()
-        by_tid = {t["tid"]: t for t in proc["threads"]}
-        if latest_record_of_pid[record.pid] == key:
-            for (pid, tid), profile in profiles.items():
-                if pid != record.pid:
-                    continue
-                thread = by_tid.get(tid)
-                if thread is None:
-                    thread = {"tid": tid, "name": profile["name"], "samples": [], "cpu_seconds": None,
-                              "first_seen": None, "last_seen": None}
-                    proc["threads"].append(thread)
-                    by_tid[tid] = thread
-                thread["python_name"] = profile["name"]
-                if local_values and (pid, tid) in local_values:
-                    thread["locals"] = local_values[(pid, tid)]
-                thread["stack_samples"] = _run_length(
-                    [intern_row(stack_table, stack_index, _bounded_stack(s, frames)) for s in profile["stacks"]])
-        if record.role_hint in OUTSIDE_ROLES:
-            proc["outside_tree"] = True
-        proc["python"] = _python_status(record, record.pid in seen_pids, (stack_failures or {}).get(record.pid))
-        _thread_matching(proc, thread_matching, limitations)
-        if (stack_rates or {}).get(record.pid):
-            proc["python"]["stack_rate_hz"] = stack_rates[record.pid]   # what py-spy sampled it at
-        if (stack_snapshots or {}).get(record.pid):
-            proc["python"]["stack_snapshots"] = stack_snapshots[record.pid]   # seconds into the window
-        processes.append(proc)
-    from .permissions import denied_text, how_to_get_access
-    root_uid = next((p.get("uid") for p in processes if p["pid"] == request.get("pid")), None)
-    stack_failure = (stack_failures or {}).get(request.get("pid"))
-    denied = [pid for pid, failure in (stack_failures or {}).items() if failure[0] == "permission"]
-    if denied:
-        limitations.append("py-spy was denied access to pid %s: no Python stacks (%s). To get them: %s"
-                           % (", ".join(map(str, denied[:5])), stack_failures[denied[0]][1],
-                              how_to_get_access(root_uid)))
-    for pid, failure in sorted((stack_failures or {}).items())[:5]:
-        if failure[0] == "error":
-            limitations.append("py-spy failed on pid %d: %s" % (pid, failure[1]))
-    denied = [p for p in processes if p["denied"]]
-    for proc in denied[:20]:
-        limitations.append("pid %d: permission denied reading its %s (still observed: thread states, CPU time, "
-                           "command line). To see the rest: %s" % (proc["pid"], denied_text(proc["denied"]),
-                                                                  how_to_get_access(proc.get("uid"))))
-    if len(denied) > 20:
-        limitations.append("%d more processes with the same denials" % (len(denied) - 20))
-    return clean({
-        "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "stalldiag", "version": tool_version},
-        "host": host,
-        "request": request,
-        "window": window,
-        "processes": processes,
-        "frames": frames,
-        "stacks": stack_table,
-        "gpu": gpu,
-        "skipped_children": skipped_children,
-        "unix_peers": _peers_in(processes, unix_peers or {}),
-        "tcp_peers": _peers_in(processes, tcp_peers or {}),
-        "exact_syscalls": exact,
-        "locks": locks,
-        "file_waits": file_waits,
-        "joins": joins,
-        "gil": gil,
-        "wakers": wakers or [],
-        "output_tail": output_tail or {},
-        # the job's limits, the host's use of its CPUs, memory and disks, and who else uses them
-        "resources": resources or {"available": False, "reason": "not measured"},
-        "limitations": limitations,
-        # the target's own syscalls or stacks were refused: the verdict stands on less
-        "permission_denied": _target_denied(processes, request.get("pid"), stack_failure),
-    })
+def build(host, request, window, sections, limitations=()):
+    """The capture of one inspection: where (host), what was asked (request), the sampling window,
+    and each probe's Section (probes/base.py) writing its part, in the order given.  limitations:
+    what the request itself gives up (--native); each section's follow, in the sections' order."""
+    capture = {"schema_version": SCHEMA_VERSION, "tool": {"name": "stalldiag", "version": __version__},
+               "host": host, "request": request, "window": window}
+    for key, default in PROBE_KEYS:
+        capture[key] = default() if default else None
+    capture["limitations"] = list(limitations)
+    # the target's own syscalls or stacks were refused: the verdict stands on less
+    capture["permission_denied"] = False
+    for section in sections:
+        section.write(capture)
+        capture["limitations"].extend(section.limitations)
+    return clean(capture)
 
 
 MAX_STRING = 4096        # a 100 KB command line argument is cut here
-MAX_STACK_DEPTH = 512    # deeper stacks keep their innermost and outermost frames
-ELIDED_FRAME = ["...", "", 0]
 
 
 def clean(value):
@@ -178,79 +117,6 @@ _PLAIN = (int, float, bool, type(None))
 # Rows the samplers write (times, counts, state letters, syscall names from our table, kernel
 # wchan symbols): nothing in them comes from the target, and they are most of a capture.
 SAMPLE_ROWS = ("samples",)
-
-
-def _bounded_stack(stack, frames):
-    """Keep the innermost 400 and outermost 100 frames of very deep (recursive) stacks."""
-    if len(stack) <= MAX_STACK_DEPTH:
-        return stack
-    if ELIDED_FRAME not in frames:
-        frames.append(list(ELIDED_FRAME))
-    return stack[:400] + [frames.index(ELIDED_FRAME)] + stack[-100:]
-
-
-def _target_denied(processes, pid, stack_failure):
-    target = next((p for p in processes if p["pid"] == pid), None)
-    if target is None:
-        return False
-    return "syscall" in target["denied"] or bool(stack_failure and stack_failure[0] == "permission")
-
-
-def _peers_in(processes, peers):
-    """Only the socket pairs that touch an inspected process."""
-    held = {target for proc in processes for target in proc.get("endpoints", {})}
-    return {str(ino): peer for ino, peer in peers.items() if "socket:[%d]" % ino in held}
-
-
-def _run_length(ids):
-    runs = []
-    for sid in ids:
-        if runs and runs[-1][0] == sid:
-            runs[-1][1] += 1
-        else:
-            runs.append([sid, 1])
-    return runs
-
-
-def _thread_matching(proc, thread_matching, limitations):
-    """How py-spy's thread ids became kernel tids, and the threads that could not be matched."""
-    methods, unmatched = thread_matching or ({}, {})
-    if not proc["python"]["stacks"]:
-        return
-    pid = proc["pid"]
-    proc["python"]["thread_ids"] = methods.get(pid) or "kernel tids reported by py-spy"
-    lost = unmatched.get(pid)
-    if lost:
-        proc["python"]["unmatched_threads"] = [{"pthread_id": p, "name": n, "reason": why} for p, n, why in lost]
-        limitations.append("pid %d: Python stacks of %d thread(s) could not be tied to a kernel thread (%s: %s)"
-                           % (pid, len(lost), ", ".join("%s '%s'" % (p, n) for p, n, _w in lost[:4]), lost[0][2]))
-
-
-def _python_status(record, has_stacks, stack_failure):
-    if has_stacks:
-        return {"stacks": True, "reason": None}
-    looks_python = looks_like_python(record.pid, record.static.get("exe"))
-    if looks_python is False:
-        return {"stacks": False, "reason": "not a Python process"}
-    if stack_failure:
-        return {"stacks": False, "reason": "py-spy: %s" % (stack_failure[1] or stack_failure[0])}
-    if record.exited_at is not None and record.exited_at - record.first_seen < 1.0:
-        return {"stacks": False, "reason": "exited before py-spy could sample it"}
-    return {"stacks": False, "reason": "no Python stacks sampled"}
-
-
-def looks_like_python(pid, exe):
-    """True/False from the executable and its mapped libraries; None if unknown."""
-    if exe and os.path.basename(exe).startswith("python"):
-        return True
-    try:
-        with open("/proc/%d/maps" % pid) as f:
-            for line in f:
-                if "libpython" in line:
-                    return True
-    except OSError:
-        return None if not exe else False
-    return False
 
 
 # --- saving and loading --------------------------------------------------------

@@ -258,23 +258,33 @@ def _sleep_unless(stop, seconds):
 @cli.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("-o", "--output", "outputs", multiple=True, metavar="PATH",
-              help="Write the merged report here (.md, .json, .txt). Repeatable.")
-@click.option("--json", "as_json", is_flag=True, help="Print the merged report as JSON.")
+              help="Write the merged report here (.md, .json, .html, .txt). Repeatable.")
+@click.option("--json", "as_json", is_flag=True, help="Print the merged report as JSON (every rank).")
+@click.option("--ranks", "show_ranks", type=click.Choice(["classes", "all"]), default="classes", show_default=True,
+              help="classes: the ranks' classes by stack and the outliers (short whatever the job's size); "
+                   "all: also every rank on a line of its own (text and Markdown).")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Processes reading and re-diagnosing the reports (default: the CPUs, at most 8).")
 @UMASK_OPTION
-def merge(files, outputs, as_json, umask):
-    """Join per-host JSON reports of one job into one verdict: which host and rank is the outlier."""
+def merge(files, outputs, as_json, umask, show_ranks="classes", jobs=None):
+    """Join per-host JSON reports of one job into one verdict: the ranks' classes by stack, and
+    which rank on which host is the outlier."""
     from .merge import merge_reports
     from .render import render_incident
+    all_ranks = show_ranks == "all"
     try:
         plan = check_outputs(outputs)
         try:
-            merged = merge_reports(files)
+            merged = merge_reports(files, jobs=jobs)
         except StalldiagError:
             raise
         except Exception as exc:
-            raise CaptureError("malformed report among %s (%s: %s)" % (", ".join(files), type(exc).__name__, exc))
-        write_report([(path, render_incident(merged, fmt)) for path, fmt in plan], 0o666 & ~umask)
-        sys.stdout.write(render_incident(merged, "json" if as_json else "text"))
+            raise CaptureError("malformed report among %s%s (%s: %s)" % (
+                ", ".join(files[:3]), " and %d more" % (len(files) - 3) if len(files) > 3 else "",
+                type(exc).__name__, exc))
+        write_report([(path, render_incident(merged, fmt, all_ranks=all_ranks)) for path, fmt in plan],
+                     0o666 & ~umask)
+        sys.stdout.write(render_incident(merged, "json" if as_json else "text", all_ranks=all_ranks))
     except StalldiagError as exc:
         _fail(str(exc), exc.exit_code)
 

@@ -12,9 +12,10 @@ import time
 
 import psutil
 
-from . import redact
+from . import fds, redact
 from .errors import StalldiagError
 from .knowledge.processes import match_process
+from .probes.gpu import NVML
 
 SHELLS = {"bash", "sh", "dash", "zsh", "ksh", "fish", "tmux", "screen", "sshd", "init", "systemd",
           "containerd-shim", "su", "sudo", "login"}
@@ -56,30 +57,21 @@ def _is_launcher(info):
 def _gpu_memory():
     """{host pid: GPU memory in bytes} of every compute process NVML knows; {} without NVML."""
     used = {}
+    pynvml = NVML.open()   # the run's NVML session, the GPU probe's too
+    if pynvml is None:
+        return used
     try:
-        import pynvml
-        pynvml.nvmlInit()
-        try:
-            for index in range(pynvml.nvmlDeviceGetCount()):
-                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-                for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
-                    used[proc.pid] = used.get(proc.pid, 0) + (proc.usedGpuMemory or 0)
-        finally:
-            pynvml.nvmlShutdown()
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                used[proc.pid] = used.get(proc.pid, 0) + (proc.usedGpuMemory or 0)
     except Exception:
         pass
     return used
 
 
 def _holds_gpu_file(pid):
-    try:
-        for fd in os.listdir("/proc/%d/fd" % pid):
-            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
-            if re.fullmatch(r"/dev/nvidia\d+", target):
-                return True
-    except OSError:
-        pass
-    return False
+    return any(re.fullmatch(r"/dev/nvidia\d+", target) for target in (fds.fd_targets(pid) or {}).values())
 
 
 def _excluded():

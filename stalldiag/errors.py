@@ -39,8 +39,52 @@ class StalldiagError(Exception):
         return EXIT_CODES.get(self.code, 1)
 
 
-class TargetError(StalldiagError):
-    pass
+class ProcessError(StalldiagError):
+    """An error about one process, which it carries as attributes (psutil's model): pid, and
+    name, tid and the /proc file read where known.  The message is the one line the CLI prints."""
+
+    code = "internal"
+    what = "error"       # the message's words when none is given: "<file or pid>: <what>"
+
+    def __init__(self, pid, msg=None, name=None, tid=None, path=None):
+        self.pid, self.name, self.tid, self.path = pid, name, tid, path
+        super().__init__(msg or self._message(), code=type(self).code)
+
+    def _what(self):
+        return "pid %s%s%s" % (self.pid, "" if self.tid is None else " tid %s" % self.tid,
+                               "" if self.name is None else " (%s)" % self.name)
+
+    def _message(self):
+        return "%s: %s" % (self.path or self._what(), self.what)
+
+
+class NoSuchProcess(ProcessError):
+    """The process (or thread) does not exist, or exited: before sampling began or mid-window."""
+    code = "no-such-process"
+    what = "no such process"
+
+
+class AccessDenied(ProcessError):
+    """The kernel refused a read of the process (ptrace access mode, another user, Yama)."""
+    code = "permission"
+    what = "permission denied"
+
+
+class BadTarget(ProcessError):
+    """A process stalldiag will not inspect: a zombie, a kernel thread, stalldiag itself."""
+    code = "bad-target"
+    what = "not a target"
+
+
+def last_line(text, limit=None, skip=()):
+    """The last non-blank line of a helper's output (py-spy, a syscall tracer, srun), stripped and
+    cut to limit characters: the one that says what went wrong; "" when there is none.  Lines
+    starting with one of `skip` are passed over."""
+    for line in reversed((text or "").splitlines()):
+        line = line.strip()
+        if line and not line.startswith(tuple(skip)):
+            return line[:limit] if limit else line
+    return ""
 
 
 class CaptureError(StalldiagError):

@@ -62,6 +62,24 @@ TCP_STATES = {
 }
 
 
+def inet_sockets(text, proto):
+    """{inode: {"proto", "local", "remote", "state"}} of the text of /proc/PID/net/PROTO (tcp, tcp6,
+    udp, udp6)."""
+    family = socket.AF_INET6 if proto.endswith("6") else socket.AF_INET
+    found = {}
+    for line in text.splitlines()[1:]:
+        parts = line.split()
+        if len(parts) < 10:
+            continue
+        found[int(parts[9])] = {
+            "proto": proto.rstrip("6"),
+            "local": _hex_addr(parts[1], family),
+            "remote": _hex_addr(parts[2], family),
+            "state": TCP_STATES.get(parts[3], parts[3]) if proto.startswith("tcp") else None,
+        }
+    return found
+
+
 class SocketTable:
     """Inode -> socket description for the namespaces of the processes we watch."""
 
@@ -111,25 +129,15 @@ class SocketTable:
 
     def _load(self, pid):
         self._loaded_for.add(pid)
-        base = "/proc/%d/net/" % pid
-        for proto, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6),
-                              ("udp", socket.AF_INET), ("udp6", socket.AF_INET6)):
+        for proto in ("tcp", "tcp6", "udp", "udp6"):
             try:
-                lines = procfs.read_text(base + proto).splitlines()[1:]
+                text = procfs.read(pid, "net/" + proto)
             except procfs.ProcfsError:
                 continue
-            for line in lines:
-                parts = line.split()
-                if len(parts) < 10:
-                    continue
-                self._by_inode[int(parts[9])] = {
-                    "proto": proto.rstrip("6"),
-                    "local": _hex_addr(parts[1], family),
-                    "remote": _hex_addr(parts[2], family),
-                    "state": TCP_STATES.get(parts[3], parts[3]) if proto.startswith("tcp") else None,
-                }
+            for inode, entry in inet_sockets(text, proto).items():
+                self._by_inode[inode] = entry
         try:
-            lines = procfs.read_text(base + "unix").splitlines()[1:]
+            lines = procfs.read(pid, "net/unix").splitlines()[1:]
         except procfs.ProcfsError:
             lines = []
         for line in lines:
@@ -178,8 +186,8 @@ def file_facts(pid, fd, kind):
     except (procfs.ProcfsError, ValueError):
         pass
     try:
-        st = os.stat("/proc/%d/fd/%d" % (pid, fd))
-    except OSError:
+        st = procfs.fd_stat(pid, fd)
+    except procfs.ProcfsError:
         return facts
     if stat_mod.S_ISREG(st.st_mode):
         facts["size"] = st.st_size
@@ -269,8 +277,8 @@ def host_pids(first=(), skip=()):
     """Pids on the host (our pid namespace), ourselves and `skip` excepted, `first` before the
     rest: a pass cut short still covers them."""
     try:
-        rest = sorted(int(p) for p in os.listdir(procfs.PROC) if p.isdigit())
-    except OSError:
+        rest = sorted(procfs.pids())
+    except procfs.ProcfsError:
         return []
     skip = set(skip) | {os.getpid()}
     first = [p for p in dict.fromkeys(first) if p not in skip]
@@ -405,18 +413,17 @@ def recently_written(pid, argv, snapshot, since, cache=None):
     of many processes) scans a directory once for all processes that see the same
     root: 160 workers in one cwd cost one scan, not 160.
     """
-    root = "/proc/%d/root" % pid
     try:
-        cwd = os.readlink("/proc/%d/cwd" % pid)
-        root_st = os.stat(root)
-    except OSError:
+        cwd = procfs.cwd(pid)
+        root_st = procfs.root_stat(pid, "")
+    except procfs.ProcfsError:
         return []
     dirs = [cwd]
     for arg in argv or []:
         for part in arg.split("=")[-1:]:
             if "/" in part or part.startswith("."):
                 path = part if part.startswith("/") else os.path.join(cwd, part)
-                dirs.append(path if os.path.isdir(root + path) else os.path.dirname(path))
+                dirs.append(path if procfs.root_isdir(pid, path) else os.path.dirname(path))
     for entry in snapshot or []:
         if entry.get("kind") == "file" and entry.get("target", "").startswith("/"):
             dirs.append(os.path.dirname(entry["target"]))
@@ -432,7 +439,7 @@ def recently_written(pid, argv, snapshot, since, cache=None):
             continue
         start = len(found)
         try:
-            with os.scandir(root + directory) as entries:
+            with procfs.root_scandir(pid, directory) as entries:
                 for i, entry in enumerate(entries):
                     if i >= MAX_ENTRIES:
                         break
@@ -443,7 +450,7 @@ def recently_written(pid, argv, snapshot, since, cache=None):
                     if stat_mod.S_ISREG(st.st_mode) and st.st_mtime >= since:
                         found.append({"path": os.path.join(directory, entry.name), "size": st.st_size,
                                       "mtime": st.st_mtime})
-        except OSError:
+        except (OSError, procfs.ProcfsError):
             continue
         if cache is not None:
             cache[key] = [dict(f) for f in found[start:]]

@@ -29,12 +29,13 @@ def _unescape(text):
 
 
 def parse_mountinfo(text):
-    """[{"id", "dev", "root", "mountpoint", "fstype", "source", "super"}] from mountinfo text."""
+    """[{"id", "dev", "root", "mountpoint", "fstype", "source", "super"}] from mountinfo text: the
+    one parser of /proc/PID/mountinfo (the FUSE/NFS server of a file, the cgroup mounts)."""
     out = []
     for line in text.splitlines():
         left, sep, right = line.partition(" - ")
         parts, tail = left.split(), right.split()
-        if not sep or len(parts) < 5 or len(tail) < 2:
+        if not sep or len(parts) < 5 or len(tail) < 2 or not parts[0].isdigit():
             continue
         out.append({"id": int(parts[0]), "dev": parts[2], "root": _unescape(parts[3]),
                     "mountpoint": _unescape(parts[4]), "fstype": tail[0], "source": _unescape(tail[1]),
@@ -43,8 +44,9 @@ def parse_mountinfo(text):
 
 
 def mounts_of(pid):
+    """The mountinfo entries of a process's mount namespace ("self": ours); [] when unreadable."""
     try:
-        return parse_mountinfo(procfs.read_text("/proc/%d/mountinfo" % pid))
+        return parse_mountinfo(procfs.read(pid, "mountinfo"))
     except procfs.ProcfsError:
         return []
 

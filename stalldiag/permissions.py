@@ -8,24 +8,23 @@ so thread states and CPU time are still observed.
 import os
 import pwd
 
+from . import procfs
+
 CAP_SYS_PTRACE = 19
-YAMA = "/proc/sys/kernel/yama/ptrace_scope"
+YAMA = "sys/kernel/yama/ptrace_scope"   # under /proc
 
 
 def has_cap_sys_ptrace():
     try:
-        for line in open("/proc/self/status"):
-            if line.startswith("CapEff:"):
-                return bool(int(line.split()[1], 16) >> CAP_SYS_PTRACE & 1)
-    except OSError:
-        pass
-    return False
+        return bool(int(procfs.status("self")["CapEff"], 16) >> CAP_SYS_PTRACE & 1)
+    except (procfs.ProcfsError, KeyError, ValueError):
+        return False
 
 
 def yama_scope():
     try:
-        return int(open(YAMA).read().strip())
-    except (OSError, ValueError):
+        return int(procfs.read_host(YAMA).strip())
+    except (procfs.ProcfsError, ValueError):
         return None
 
 

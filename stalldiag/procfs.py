@@ -1,39 +1,82 @@
-"""Read-only readers of /proc for one process or thread.
+"""The one reader of /proc: every /proc path stalldiag reads is built and opened here.
 
 Nothing here stops, traces or writes to the target: /proc/PID/syscall and
 /proc/PID/mem are read with the same ptrace *access* check as py-spy's
 process_vm_readv, but neither attaches nor pauses the task.  Every reader
 raises ``ProcessGone`` when the task disappeared and ``AccessDenied`` when
-the kernel refused, so callers can tell "exited" from "not allowed".
+the kernel refused, so callers can tell "exited" from "not allowed"; each
+carries the pid (and tid, and the file) as attributes (errors.py).
+
+A pid may be "self" (this process) wherever one is taken.  What there is:
+
+  read(pid, name, tid)       the text of /proc/PID[/task/TID]/NAME (status, schedstat, maps,
+                             cgroup, mountinfo, limits, net/tcp, ...)
+  read_host(name)            /proc/NAME: stat, meminfo, diskstats, locks, uptime, sys/...
+  stat, status, io_counters, cmdline, comm, environ_subset, wchan, current_syscall,
+  kernel_stack, shared_mappings, tids, children     parsed per-process and per-thread files
+  pids, exists               the processes of our pid namespace
+  list_fds, fd_target, fdinfo, fd_stat, open_fd     a process's fds and what they point at
+  exe, cwd, root_stat, root_isdir, root_scandir, root_read
+                             the process's executable, working directory and view of files
+  read_memory, read_c_string its memory (/proc/PID/mem)
+  open_held                  an fd kept open on a per-thread file, re-read with os.pread (the
+                             thread sampler's 5 Hz ticks)
 """
 import errno
 import os
 import platform
 
 from . import syscall_names
+from .errors import AccessDenied, NoSuchProcess, ProcessError
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PROC = "/proc"
 
-
-class ProcfsError(Exception):
-    pass
-
-
-class ProcessGone(ProcfsError):
-    pass
+# The errors every reader raises (errors.py): ProcfsError is their base, so `except
+# ProcfsError` still catches all three.
+ProcfsError = ProcessError
+ProcessGone = NoSuchProcess
 
 
-class AccessDenied(ProcfsError):
-    pass
+def _ids(path):
+    """(pid, tid) named by a /proc path, None where it names none."""
+    parts = path.split("/")
+    pid = int(parts[2]) if len(parts) > 2 and parts[1] == "proc" and parts[2].isdigit() else None
+    tid = int(parts[4]) if pid is not None and len(parts) > 4 and parts[3] == "task" and parts[4].isdigit() else None
+    return pid, tid
 
 
-def _fail(exc, path):
+def _fail(exc, path, pid=None, tid=None):
+    """Raise the error an OSError on path means: ProcessGone, AccessDenied, else ProcfsError."""
+    if pid is None:
+        pid, tid = _ids(path)
     if isinstance(exc, (FileNotFoundError, ProcessLookupError)) or exc.errno in (errno.ESRCH, errno.ENOENT):
-        raise ProcessGone(path) from None
+        raise ProcessGone(pid, tid=tid, path=path) from None
     if isinstance(exc, PermissionError) or exc.errno in (errno.EACCES, errno.EPERM):
-        raise AccessDenied(path) from None
-    raise ProcfsError("%s: %s" % (path, exc)) from None
+        raise AccessDenied(pid, tid=tid, path=path) from None
+    raise ProcfsError(pid, "%s: %s" % (path, exc), tid=tid, path=path) from None
+
+
+def fail(exc, pid, name, tid=None):
+    """_fail for an OSError met on /proc/PID[/task/TID]/NAME read through a held fd."""
+    _fail(exc, task_dir(pid, tid) + "/" + name, pid, tid)
+
+
+def _call(fn, path, pid, tid=None, *args):
+    """fn(path, *args), its OSError raised as _fail says."""
+    try:
+        return fn(path, *args)
+    except OSError as exc:
+        _fail(exc, path, pid, tid)
+
+
+def _read_bytes(path, limit):
+    with open(path, "rb") as f:
+        return f.read(limit)
+
+
+def _listdir_ints(path):
+    return [int(name) for name in os.listdir(path) if name.isdigit()]
 
 
 # Per-process and per-thread files the kernel writes in one go.
@@ -67,7 +110,48 @@ def read_text(path):
 
 
 def task_dir(pid, tid=None):
-    return "%s/%d/task/%d" % (PROC, pid, tid) if tid else "%s/%d" % (PROC, pid)
+    return "%s/%s/task/%d" % (PROC, pid, tid) if tid else "%s/%s" % (PROC, pid)
+
+
+def read(pid, name, tid=None):
+    """Text of /proc/PID[/task/TID]/NAME: "status", "schedstat", "maps", "cgroup", "net/tcp"..."""
+    return read_text(task_dir(pid, tid) + "/" + name)
+
+
+def read_host(name):
+    """Text of /proc/NAME: "stat", "meminfo", "diskstats", "locks", "sys/kernel/..."."""
+    return read_text(PROC + "/" + name)
+
+
+def host_path(name):
+    """The path of /proc/NAME, for a check of whether it exists ("driver/nvidia")."""
+    return PROC + "/" + name
+
+
+def open_held(pid, name, tid=None):
+    """An fd open on /proc/PID[/task/TID]/NAME, for a caller that re-reads it with os.pread
+    (a read through a held fd costs 1.3-4 us, open+read+close 7-10 us) and closes it."""
+    return _call(os.open, task_dir(pid, tid) + "/" + name, pid, tid, os.O_RDONLY)
+
+
+def pids():
+    """Pids of every process in our pid namespace (unsorted)."""
+    return _call(_listdir_ints, PROC, None)
+
+
+def exists(pid):
+    """Is there a process (or zombie) with this pid?"""
+    return os.path.exists(task_dir(pid))
+
+
+def exe(pid):
+    """The path of the process's executable (/proc/PID/exe)."""
+    return _call(os.readlink, task_dir(pid) + "/exe", pid)
+
+
+def cwd(pid):
+    """The process's working directory (/proc/PID/cwd)."""
+    return _call(os.readlink, task_dir(pid) + "/cwd", pid)
 
 
 def parse_stat(text):
@@ -118,10 +202,7 @@ def comm(pid, tid=None):
 
 
 def tids(pid):
-    try:
-        return sorted(int(t) for t in os.listdir(task_dir(pid) + "/task"))
-    except OSError as exc:
-        _fail(exc, task_dir(pid) + "/task")
+    return sorted(_call(_listdir_ints, task_dir(pid) + "/task", pid))
 
 
 def children(pid):
@@ -221,20 +302,34 @@ def read_c_string(pid, address, limit=512):
 
 # --- file descriptors --------------------------------------------------------
 
+def fd_path(pid, fd):
+    return "%s/%s/fd/%d" % (PROC, pid, fd)
+
+
 def fd_target(pid, fd):
     """What fd points at: a path, 'pipe:[ino]', 'socket:[ino]', 'anon_inode:[eventpoll]'."""
-    path = "%s/%d/fd/%d" % (PROC, pid, fd)
+    path = fd_path(pid, fd)
     try:
         return os.readlink(path)
     except OSError as exc:
         if exc.errno == errno.ENOENT:
             return None
-        _fail(exc, path)
+        _fail(exc, path, pid)
+
+
+def fd_stat(pid, fd):
+    """os.stat of the file behind one of the process's fds (its size, mode, dev and inode)."""
+    return _call(os.stat, fd_path(pid, fd), pid)
+
+
+def open_fd(pid, fd, flags=os.O_RDONLY):
+    """A new fd of ours on the file behind one of the process's fds (the caller closes it)."""
+    return _call(os.open, fd_path(pid, fd), pid, None, flags)
 
 
 def fdinfo(pid, fd):
     fields = {"tfd": []}
-    for line in read_text("%s/%d/fdinfo/%d" % (PROC, pid, fd)).splitlines():
+    for line in read_text("%s/%s/fdinfo/%d" % (PROC, pid, fd)).splitlines():
         key, _, value = line.partition(":")
         if key == "tfd":
             fields["tfd"].append(int(value.split()[0]))
@@ -244,22 +339,43 @@ def fdinfo(pid, fd):
 
 
 def list_fds(pid):
-    path = "%s/%d/fd" % (PROC, pid)
-    try:
-        return sorted(int(fd) for fd in os.listdir(path))
-    except OSError as exc:
-        _fail(exc, path)
+    return sorted(_call(_listdir_ints, task_dir(pid) + "/fd", pid))
+
+
+# --- a process's view of the file system (/proc/PID/root: its mount namespace) ---------------
+
+def root_path(pid, path):
+    return "%s/%s/root%s" % (PROC, pid, path)
+
+
+def root_stat(pid, path, follow=True):
+    """os.stat (os.lstat unless follow) of path as the process sees it."""
+    return _call(os.stat if follow else os.lstat, root_path(pid, path), pid)
+
+
+def root_isdir(pid, path):
+    return os.path.isdir(root_path(pid, path))
+
+
+def root_scandir(pid, directory):
+    """os.scandir of a directory as the process sees it (a context manager)."""
+    return _call(os.scandir, root_path(pid, directory), pid)
+
+
+def root_read(pid, path, limit):
+    """Up to limit bytes of a file as the process sees it."""
+    return _call(_read_bytes, root_path(pid, path), pid, None, limit)
 
 
 def boot_time():
-    for line in read_text(PROC + "/stat").splitlines():
+    for line in read_host("stat").splitlines():
         if line.startswith("btime"):
             return int(line.split()[1])
     return 0
 
 
 def uptime():
-    return float(read_text(PROC + "/uptime").split()[0])
+    return float(read_host("uptime").split()[0])
 
 
 def shared_mappings(pid):
@@ -267,7 +383,7 @@ def shared_mappings(pid):
     /proc/PID/maps: a /dev/shm file, a multiprocessing semaphore, an anonymous shared area,
     which maps shows as "/dev/zero (deleted)")."""
     out = []
-    for line in read_text("%s/%d/maps" % (PROC, pid)).splitlines():
+    for line in read(pid, "maps").splitlines():
         parts = line.split(None, 5)
         if len(parts) < 6 or parts[1][3:4] != "s" or not parts[5].strip():
             continue

@@ -19,7 +19,7 @@ import sys
 import time
 
 from . import procfs
-from .errors import OutputError, StalldiagError
+from .errors import OutputError, StalldiagError, last_line
 from .targets import descendants
 
 STEPD = re.compile(r"^slurmstepd: \[(\d+)(?:\+\d+)?\.([\w-]+)\]")
@@ -35,10 +35,7 @@ def node_name(env=None):
 def job_steps(job):
     """{step: slurmstepd pid} of job JOB on this node (steps such as "0", "batch", "extern")."""
     steps = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
+    for pid in procfs.pids():
         try:
             if procfs.comm(pid) != "slurmstepd":
                 continue
@@ -174,7 +171,6 @@ def inspect_job(job, config, report_dir=None):
 def _last_line(path):
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.read().strip().splitlines()
+            return last_line(f.read()) or None
     except OSError:
         return None
-    return lines[-1] if lines else None

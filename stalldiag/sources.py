@@ -9,6 +9,7 @@ The diagnosis only looks at what is stored here; it never reads files.
 import os
 import re
 
+from . import procfs
 from .knowledge.frames import LOCK_ACQUIRE, LOCK_RELEASE
 from .redact import redact_text
 
@@ -21,14 +22,23 @@ def _indent(text):
     return len(text) - len(text.lstrip(" \t"))
 
 
-def _lines(path, cache):
-    if path not in cache:
+MAX_SOURCE = 4 * 1024 * 1024
+
+
+def _lines(path, cache, pid=None):
+    """The lines of a source file, as process pid sees it (through its root) or as we do."""
+    key = (pid, path) if pid else path
+    if key not in cache:
         try:
-            with open(path, "rb") as f:
-                cache[path] = f.read(4 * 1024 * 1024).decode("utf-8", "replace").splitlines()
-        except OSError:
-            cache[path] = None
-    return cache[path]
+            if pid:
+                data = procfs.root_read(pid, path, MAX_SOURCE)
+            else:
+                with open(path, "rb") as f:
+                    data = f.read(MAX_SOURCE)
+            cache[key] = data.decode("utf-8", "replace").splitlines()
+        except (OSError, procfs.ProcfsError):
+            cache[key] = None
+    return cache[key]
 
 
 def annotate(frames, pid_for_frame, cache=None):
@@ -48,8 +58,7 @@ def annotate(frames, pid_for_frame, cache=None):
             frame.append(None)
             continue
         pid = pid_for_frame(index)
-        path = "/proc/%d/root%s" % (pid, filename) if pid else filename
-        lines = _lines(path, cache)
+        lines = _lines(filename, cache, pid)
         if lines is None and pid:
             lines = _lines(filename, cache)
         if not lines or lineno > len(lines):
@@ -95,6 +104,9 @@ def _loop_handlers(lines, lineno, within):
         if stripped == "try:":
             in_try = _indent(text)
         elif stripped.startswith("except") and len(handlers) < MAX_HANDLERS:
+            if _in_other_loop(lines, number + 1, start, lineno):
+                in_try = None
+                continue   # it guards a call of an inner loop the thread is not in
             handlers.append({"line": number + 1, "code": redact_text(stripped[:MAX_LINE])})
             in_try = None
         elif in_try is not None and _indent(text) > in_try and len(tried) < MAX_HANDLERS:
@@ -105,12 +117,38 @@ def _loop_handlers(lines, lineno, within):
     return loop
 
 
+def _in_other_loop(lines, line, outer, lineno):
+    """Is line (an except clause) inside a loop nested in the loop at `outer` whose body does
+    not hold lineno? Its try guards that inner loop's calls, not the call the thread is in."""
+    for opener in _enclosing(lines, line):
+        if opener["line"] <= outer:
+            return False
+        if opener["code"].startswith(("for ", "while ", "async for ")) \
+                and not opener["line"] < lineno <= _block_end(lines, opener["line"]):
+            return True
+    return False
+
+
+def _block_end(lines, line):
+    """The last line (1-based) of the block the line `line` opens."""
+    level = _indent(lines[line - 1])
+    end = line
+    for number in range(line, len(lines)):
+        text = lines[number]
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        if _indent(text) <= level:
+            break
+        end = number + 1
+    return end
+
+
 def _absolute(filename, pid, cache):
     key = ("cwd", pid)
     if key not in cache:
         try:
-            cache[key] = os.readlink("/proc/%d/cwd" % pid)
-        except OSError:
+            cache[key] = procfs.cwd(pid)
+        except procfs.ProcfsError:
             cache[key] = None
     return os.path.normpath(os.path.join(cache[key], filename)) if cache[key] else filename
 

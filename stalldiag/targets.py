@@ -7,7 +7,7 @@ the one that exited.
 import os
 
 from . import procfs
-from .errors import TargetError
+from .errors import AccessDenied, BadTarget, NoSuchProcess
 
 
 def process_key(pid):
@@ -19,23 +19,22 @@ def process_key(pid):
 
 
 def check_target(pid):
-    """Refuse targets we cannot or should not inspect, with a one-line reason."""
+    """Refuse targets we cannot or should not inspect, with a one-line reason: NoSuchProcess,
+    AccessDenied or BadTarget (errors.py), each carrying the pid (and its name where read)."""
     if pid <= 0:
-        raise TargetError("PID must be a positive number, got %d" % pid, code="no-such-process")
+        raise NoSuchProcess(pid, "PID must be a positive number, got %d" % pid)
     if pid == os.getpid():
-        raise TargetError("PID %d is stalldiag itself" % pid, code="bad-target")
+        raise BadTarget(pid, "PID %d is stalldiag itself" % pid, name="stalldiag")
     try:
         st = procfs.stat(pid)
     except procfs.ProcessGone:
-        raise TargetError("no process with PID %d" % pid, code="no-such-process")
-    except procfs.AccessDenied:
-        raise TargetError("cannot read /proc/%d/stat: permission denied" % pid, code="permission")
+        raise NoSuchProcess(pid, "no process with PID %d" % pid) from None
+    except procfs.AccessDenied as exc:
+        raise AccessDenied(pid, "cannot read %s: permission denied" % exc.path, path=exc.path) from None
     if st["state"] == "Z":
-        raise TargetError("PID %d is a zombie (it exited; its parent has not reaped it)" % pid,
-                          code="bad-target")
+        raise BadTarget(pid, "PID %d is a zombie (it exited; its parent has not reaped it)" % pid, name=st["comm"])
     if _is_kernel_thread(pid):
-        raise TargetError("PID %d (%s) is a kernel thread, not a program" % (pid, st["comm"]),
-                          code="bad-target")
+        raise BadTarget(pid, "PID %d (%s) is a kernel thread, not a program" % (pid, st["comm"]), name=st["comm"])
     return st
 
 

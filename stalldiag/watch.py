@@ -16,8 +16,8 @@ import sys
 import time
 
 from . import procfs, targets
-from .capture import looks_like_python
-from .probes.stacks import find_pyspy, pyspy_dump
+from .probes.gpu import NVML
+from .probes.stacks import find_pyspy, looks_like_python, pyspy_dump
 
 MAX_DUMPS = 4
 
@@ -63,8 +63,8 @@ class Snapshot:
                 pass
             for fd in (1, 2):
                 try:
-                    self.output += os.stat("/proc/%d/fd/%d" % (pid, fd)).st_size
-                except OSError:
+                    self.output += procfs.fd_stat(pid, fd).st_size
+                except procfs.ProcfsError:
                     pass
 
 
@@ -87,14 +87,13 @@ def stack_signature(pids):
 
 
 def gpu_busy():
+    """The busiest GPU's utilization %, through the run's NVML session; None without NVML."""
+    pynvml = NVML.open()
+    if pynvml is None:
+        return None
     try:
-        import pynvml
-        pynvml.nvmlInit()
-        try:
-            return max((pynvml.nvmlDeviceGetUtilizationRates(pynvml.nvmlDeviceGetHandleByIndex(i)).gpu
-                        for i in range(pynvml.nvmlDeviceGetCount())), default=0)
-        finally:
-            pynvml.nvmlShutdown()
+        return max((pynvml.nvmlDeviceGetUtilizationRates(pynvml.nvmlDeviceGetHandleByIndex(i)).gpu
+                    for i in range(pynvml.nvmlDeviceGetCount())), default=0)
     except Exception:
         return None
 

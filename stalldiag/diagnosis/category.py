@@ -198,4 +198,8 @@ def decide(kind, link):
     link_category, words = BOUNDARIES[link]
     if decisive and not (kind == "lock" and link == "lock"):
         return category, (words if link_category != category else None)
+    if link == "child" and kind == "cpu":
+        # a parent that waits for its children while they compute (worker processes, a pool):
+        # where the time goes is their CPU, whatever the machine's CPUs leave them
+        return category, words
     return link_category, None

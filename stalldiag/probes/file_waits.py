@@ -12,7 +12,11 @@ not qualify cost nothing.
 import os
 import time
 from collections import Counter
+from dataclasses import dataclass
+from typing import Optional
 
+from .. import procfs
+from .base import Section, StackWaitProbe
 from ..knowledge import frames as frame_table
 from . import locks
 from .stacks import dumped_tid, pyspy_dump
@@ -106,13 +110,13 @@ def check(path, pid):
     if not path:
         facts["exists"] = None
         return facts
-    seen = "/proc/%d/root%s" % (pid, path) if path.startswith("/") else path
     try:
-        st = os.stat(seen)
-    except OSError:
+        # as the process sees it (its mount namespace); a relative path as we see it
+        st = procfs.root_stat(pid, path) if path.startswith("/") else os.stat(path)
+    except (OSError, procfs.ProcfsError):
         return facts
     facts.update(exists=True, mtime=st.st_mtime, age_s=round(time.time() - st.st_mtime, 1), size=st.st_size)
-    dev_inode = locks.dev_inode_of(seen)
+    dev_inode = locks.inode_key(st)
     facts["open_by"] = locks.openers(path, dev_inode)
     held = {e["pid"] for e in locks.read_locks() if not e["waiter"] and e["dev_inode"] == dev_inode}
     if -1 in held:        # an OFD lock: held through some open fd of it
@@ -136,3 +140,17 @@ def resolve(records, profiles, frames):
         entry.update(check(path[:MAX_PATH] if path else None, pid))
         out.append(entry)
     return out
+
+
+@dataclass
+class FileWaitsSection(Section):
+    """capture["file_waits"]: None when no thread polls for a file."""
+    file_waits: Optional[list] = None
+
+
+class FileWaitsProbe(StackWaitProbe):
+    """At the window's end: the lock or marker file each qualifying sleep loop polls for."""
+
+    name = "file waits"
+    Section = FileWaitsSection
+    resolve = staticmethod(resolve)

@@ -8,8 +8,12 @@ end of the window reads which thread owns the GIL ("owns_gil", from the
 interpreter's own state).  Processes that do not show the pattern cost nothing.
 """
 
+from dataclasses import dataclass
+from typing import Optional
+
 from .. import procfs
 from ..knowledge import frames as frame_table
+from .base import Section, StackWaitProbe
 from .file_waits import syscall_share
 from .stacks import dumped_tid, find_pyspy, pyspy_dump
 from .thread_ids import ThreadIdMap
@@ -103,3 +107,17 @@ def resolve(records, profiles, frames):
             entry["error"] = error
         out[str(pid)] = entry
     return out or None
+
+
+@dataclass
+class GilSection(Section):
+    """capture["gil"]: {pid: {holder_tid, waiting_tids, how}}, None when no thread starves on it."""
+    gil: Optional[dict] = None
+
+
+class GilProbe(StackWaitProbe):
+    """At the window's end: which thread holds the GIL, where a thread seems to starve on it."""
+
+    name = "GIL"
+    Section = GilSection
+    resolve = staticmethod(resolve)

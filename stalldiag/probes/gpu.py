@@ -14,10 +14,18 @@ inspection carries on.  What it samples over the window:
 
 NVML names host PIDs.  The pids we inspect are in our own PID namespace;
 ``host_pid_of`` maps them through NSpid so that a container sees its GPUs.
+
+NVML is opened once per run (``NVML``, shared by target discovery, `watch` and this
+probe) and shut down once, when stalldiag exits.
 """
+import atexit
 import os
 import threading
 import time
+from dataclasses import dataclass, field
+
+from .. import procfs
+from .base import Probe, Section
 
 GPM_METRICS = {
     "sm_util": 2,          # NVML_GPM_METRIC_SM_UTIL: % of SMs busy
@@ -30,12 +38,52 @@ PCIE_EVERY = 2     # PCIe throughput on every second sample (each read waits 20 
 XID_EVENT = 0x8  # nvmlEventTypeXidCriticalError
 # Where a loaded NVIDIA driver shows (a container gets them from the NVIDIA runtime; WSL2
 # has /dev/dxg): with none of them NVML cannot work, and is not loaded.
-DRIVER_PATHS = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg")
+DRIVER_PATHS = (procfs.host_path("driver/nvidia"), "/dev/nvidiactl", "/dev/dxg")
 
 
-def _nvml():
-    import pynvml  # from nvidia-ml-py
-    return pynvml
+class Nvml:
+    """NVML for one run of stalldiag: nvmlInit on first use, nvmlShutdown once at exit (or at
+    close()).  open() gives the initialised pynvml module, or None with `reason` saying why
+    (no driver, no nvidia-ml-py, NVML failing): whoever asks next gets the same answer."""
+
+    def __init__(self):
+        self.module = None
+        self.reason = None
+        self._opened = False
+        self._lock = threading.Lock()
+
+    def open(self):
+        with self._lock:
+            if not self._opened:
+                self._opened = True
+                self.module, self.reason = self._init()
+            return self.module
+
+    def _init(self):
+        if not any(os.path.exists(p) for p in DRIVER_PATHS):
+            # Importing pynvml and failing to load libnvidia-ml costs ~15 ms of CPU.
+            return None, "no NVIDIA driver on this host (none of %s)" % ", ".join(DRIVER_PATHS)
+        try:
+            import pynvml  # from nvidia-ml-py
+        except ImportError:
+            return None, "nvidia-ml-py (pynvml) is not installed"
+        try:
+            pynvml.nvmlInit()
+        except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
+            return None, "NVML unavailable: %s" % (exc,)
+        atexit.register(self.close)
+        return pynvml, None
+
+    def close(self):
+        """Shut NVML down (once); a later open() initialises it again."""
+        with self._lock:
+            if self.module is not None:
+                _try(self.module.nvmlShutdown)
+                atexit.unregister(self.close)
+            self.module, self.reason, self._opened = None, None, False
+
+
+NVML = Nvml()   # the run's NVML session
 
 
 def _text(value):
@@ -49,11 +97,26 @@ def _try(fn, *args, default=None):
         return default
 
 
-class GpuProbe:
+@dataclass
+class GpuSection(Section):
+    """capture["gpu"]: NVML's devices, samples and per-process use (or why there are none)."""
+    gpu: dict = field(default_factory=lambda: {"available": False, "reason": "not measured"})
+
+    @property
+    def processes(self):
+        """Host pids of every process NVML saw on a GPU, in the job or not."""
+        return [int(pid) for pid in self.gpu.get("processes") or {}]
+
+
+class GpuProbe(Probe):
     """Samples devices and per-process use over the window, in its own thread."""
 
-    def __init__(self, interval=0.5):
+    name = "gpu"
+    Section = GpuSection
+
+    def __init__(self, interval=0.5, nvml=None):
         self.interval = interval
+        self.nvml = nvml or NVML
         self.available = False
         self.reason = None
         self.devices = []
@@ -77,26 +140,19 @@ class GpuProbe:
 
     # --- lifecycle -----------------------------------------------------------------
 
-    def start(self, t0):
-        self._t0 = t0
-        if not any(os.path.exists(p) for p in DRIVER_PATHS):
-            # Importing pynvml and failing to load libnvidia-ml costs ~15 ms of CPU.
-            self.reason = "no NVIDIA driver on this host (none of %s)" % ", ".join(DRIVER_PATHS)
+    def start(self, ctx):
+        self._t0 = ctx.t0
+        nvml = self.nvml.open()
+        if nvml is None:
+            self.reason = self.nvml.reason
             return False
         try:
-            nvml = _nvml()
-        except ImportError:
-            self.reason = "nvidia-ml-py (pynvml) is not installed"
-            return False
-        try:
-            nvml.nvmlInit()
             count = nvml.nvmlDeviceGetCount()
-        except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
+        except Exception as exc:
             self.reason = "NVML unavailable: %s" % (exc,)
             return False
         if count == 0:
             self.reason = "NVML reports no GPU"
-            _try(nvml.nvmlShutdown)
             return False
         self.available = True
         self.driver = _text(_try(nvml.nvmlSystemGetDriverVersion, default=""))
@@ -156,13 +212,22 @@ class GpuProbe:
             self.sample()
             self._stop.wait(self.interval)
 
-    def stop(self):
+    def stop(self, ctx):
+        self._end()
+        return GpuSection(limitations=[] if self.available else ["GPU: not available (%s)" % self.reason],
+                          gpu=self.to_dict())
+
+    def failed(self, error):
+        reason = "the probe failed: %s" % error
+        return GpuSection(limitations=["GPU: not available (%s)" % reason], gpu={"available": False, "reason": reason})
+
+    def _end(self):
         self._stop.set()
         if self._thread:
             self._thread.join(5)
         if not self.available:
             return
-        nvml = _nvml()
+        nvml = self.nvml.module
         for index, handle in enumerate(self._handles):
             ecc = _try(nvml.nvmlDeviceGetTotalEccErrors, handle, 1, 0)
             self.devices[index]["ecc_uncorrected_end"] = ecc
@@ -171,7 +236,6 @@ class GpuProbe:
                 _try(nvml.nvmlGpmSampleFree, sample)
         if self._event_set is not None:
             _try(nvml.nvmlEventSetFree, self._event_set)
-        _try(nvml.nvmlShutdown)
 
     # --- sampling ------------------------------------------------------------------
 
@@ -179,7 +243,7 @@ class GpuProbe:
         return round(time.monotonic() - self._t0, 3)
 
     def sample(self):
-        nvml = _nvml()
+        nvml = self.nvml.module
         t = self.now()
         for index, handle in enumerate(self._handles):
             util = _try(nvml.nvmlDeviceGetUtilizationRates, handle)

@@ -8,7 +8,10 @@ name the joined thread.  One `py-spy dump --locals --nonblocking` per process
 with a thread blocked in join, at the end of the window; nothing otherwise.
 """
 import re
+from dataclasses import dataclass
+from typing import Optional
 
+from .base import Section, StackWaitProbe
 from .file_waits import dump_locals, syscall_share
 
 JOIN_FRAMES = ("join", "_wait_for_tstate_lock")
@@ -63,3 +66,17 @@ def resolve(records, profiles, frames):
             target = _address(join)
             out.append({"pid": pid, "tid": tid, "target": target, "target_tid": own.get(target)})
     return out or None
+
+
+@dataclass
+class JoinsSection(Section):
+    """capture["joins"]: None when no thread waits in Thread.join."""
+    joins: Optional[list] = None
+
+
+class JoinsProbe(StackWaitProbe):
+    """At the window's end: the thread each Thread.join() waits for."""
+
+    name = "joins"
+    Section = JoinsSection
+    resolve = staticmethod(resolve)

@@ -34,7 +34,7 @@ import re
 import signal
 import time
 
-from .. import procfs, redact
+from .. import mounts as mount_table, procfs, redact
 
 MIN_DATA_MAPPING = 1 << 20
 MAX_DATA_MAPPINGS = 8
@@ -43,13 +43,22 @@ NOT_DATA_PREFIXES = ("/dev/", "/proc/", "/sys/", "/usr/lib", "/lib", "/usr/libex
 NOT_DATA_SUFFIXES = (".py", ".pyc", ".pyd", ".dylib")
 
 
-def _read(path, on_error=None, what=None):
-    """Text of path, or None when it cannot be read (denials reported, not raised)."""
+def _read(path):
+    """Text of a kernel file (a cgroup's), or None when it cannot be read."""
     try:
         return procfs.read_text(path)
+    except procfs.ProcfsError:
+        return None
+
+
+def _proc(pid, name, tid=None, on_error=None):
+    """Text of /proc/PID[/task/TID]/NAME, or None when it cannot be read (denials reported to
+    on_error(name, exc), not raised)."""
+    try:
+        return procfs.read(pid, name, tid)
     except procfs.AccessDenied as exc:
         if on_error:
-            on_error(what or os.path.basename(path), exc)
+            on_error(name, exc)
     except procfs.ProcfsError:
         pass
     return None
@@ -72,7 +81,7 @@ def _key_values(text):
 def schedstat(pid, tid=None, on_error=None):
     """{"run_ns", "wait_ns", "slices"}: time on a CPU, time runnable waiting for one
     (CPU contention, or a cgroup quota throttling it), and timeslices run."""
-    return parse_schedstat(_read(procfs.task_dir(pid, tid) + "/schedstat", on_error, "schedstat"))
+    return parse_schedstat(_proc(pid, "schedstat", tid, on_error))
 
 
 def parse_schedstat(text):
@@ -84,7 +93,7 @@ def parse_schedstat(text):
 
 def ctx_switches(pid, tid=None, on_error=None):
     """{"voluntary", "involuntary"} context switches of one thread."""
-    text = _read(procfs.task_dir(pid, tid) + "/status", on_error, "status")
+    text = _proc(pid, "status", tid, on_error)
     if text is None:
         return None
     # the two lines end the file: look for them, not at the fifty before
@@ -182,7 +191,7 @@ def _is_data_path(path):
 def data_mappings(pid, on_error=None, with_rss=False):
     """File-backed mappings that look like data (a memory-mapped dataset, a checkpoint),
     largest first: [{"path", "size", "rss"}].  Files with any executable mapping are code."""
-    text = _read(procfs.task_dir(pid) + "/maps", on_error, "maps")
+    text = _proc(pid, "maps", on_error=on_error)
     if text is None:
         return None
     sizes, code = {}, set()
@@ -204,7 +213,7 @@ def data_mappings(pid, on_error=None, with_rss=False):
 
 def _add_rss(pid, mappings):
     """Resident bytes per data mapping, from smaps (read only when data mappings exist)."""
-    text = _read(procfs.task_dir(pid) + "/smaps")
+    text = _proc(pid, "smaps")
     if text is None:
         return
     wanted = {m["path"]: m for m in mappings}
@@ -224,21 +233,14 @@ def cgroup_mounts(mountinfo=None, controllers=("cpu", "freezer")):
     """{"v2": mountpoint, "cpu": ..., "freezer": ...} from our /proc/self/mountinfo (the v1
     controllers asked for), with each mount's root so paths from /proc/PID/cgroup can be made
     relative to it."""
-    if mountinfo is None:
-        mountinfo = _read("/proc/self/mountinfo") or ""
+    entries = mount_table.mounts_of("self") if mountinfo is None else mount_table.parse_mountinfo(mountinfo)
     mounts = {}
-    for line in mountinfo.splitlines():
-        left, sep, right = line.partition(" - ")
-        if not sep:
-            continue
-        fields, tail = left.split(), right.split()
-        if len(fields) < 5 or len(tail) < 3:
-            continue
-        root, point, fstype = fields[3], fields[4], tail[0]
-        if fstype == "cgroup2":
+    for entry in entries:
+        point, root = entry["mountpoint"], entry["root"]
+        if entry["fstype"] == "cgroup2":
             mounts.setdefault("v2", (point, root))
-        elif fstype == "cgroup":
-            for option in tail[2].split(","):
+        elif entry["fstype"] == "cgroup":
+            for option in entry["super"].split(","):
                 if option in controllers:
                     mounts.setdefault(option, (point, root))
     return mounts
@@ -246,7 +248,7 @@ def cgroup_mounts(mountinfo=None, controllers=("cpu", "freezer")):
 
 def proc_cgroups(pid, on_error=None):
     """{controller: path} from /proc/PID/cgroup; the v2 hierarchy is under key ""."""
-    text = _read(procfs.task_dir(pid) + "/cgroup", on_error, "cgroup")
+    text = _proc(pid, "cgroup", on_error=on_error)
     return None if text is None else parse_proc_cgroups(text)
 
 

@@ -14,8 +14,12 @@ the process that took it, which may have exited: the processes that have the
 file open say who holds it now.
 """
 import os
+from dataclasses import dataclass
+from typing import Optional
 
 from .. import fds, procfs
+from .base import Probe, Section
+from .threads import tree_pids
 
 F_SETLKW = 7           # x86_64 and aarch64 (F_SETLKW64 is the same number there)
 F_OFD_SETLKW = 38
@@ -44,18 +48,22 @@ def parse_locks(text):
 
 def read_locks():
     try:
-        return parse_locks(procfs.read_text("/proc/locks"))
+        return parse_locks(procfs.read_host("locks"))
     except procfs.ProcfsError:
         return []
 
 
-def dev_inode_of(path):
-    """"maj:min:inode" as /proc/locks writes it (major and minor in hex), or None."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
+def inode_key(st):
+    """"maj:min:inode" of an os.stat result, as /proc/locks writes it (major and minor in hex)."""
     return "%02x:%02x:%d" % (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+
+
+def dev_inode_of(pid, fd):
+    """dev_inode of the file behind a process's fd, or None."""
+    try:
+        return inode_key(procfs.fd_stat(pid, fd))
+    except procfs.ProcfsError:
+        return None
 
 
 def lock_wait_fd(pid, tid, syscall):
@@ -78,7 +86,7 @@ def path_of_inode(pids, dev_inode):
     """A path for dev:inode from the fds of pids: (path, pid that has it open) or (None, None)."""
     for pid in pids:
         for fd, target in sorted((fds.fd_targets(pid) or {}).items()):
-            if fds.classify_target(target) == "file" and dev_inode_of("/proc/%d/fd/%d" % (pid, fd)) == dev_inode:
+            if fds.classify_target(target) == "file" and dev_inode_of(pid, fd) == dev_inode:
                 return target, pid
     return None, None
 
@@ -86,7 +94,7 @@ def path_of_inode(pids, dev_inode):
 def openers(path, dev_inode):
     """Pids on the host with this file open (link text equal to path, confirmed by dev:inode)."""
     confirm = None if dev_inode is None else \
-        (lambda pid, fd: dev_inode_of("/proc/%d/fd/%d" % (pid, fd)) == dev_inode)
+        (lambda pid, fd: dev_inode_of(pid, fd) == dev_inode)
     return fds.host_holders(path, confirm, limit=MAX_HOST_SCAN)
 
 
@@ -123,7 +131,7 @@ class LockWatch:
                     continue
                 self._seen.add((pid, tid, last[2]))
                 fd = lock_wait_fd(pid, tid, last[2])
-                dev_inode = dev_inode_of("/proc/%d/fd/%d" % (pid, fd)) if fd is not None else None
+                dev_inode = dev_inode_of(pid, fd) if fd is not None else None
                 if dev_inode is None:
                     continue
                 self.waits[(pid, tid)] = dev_inode
@@ -157,7 +165,7 @@ class LockWatch:
             for fd, target in sorted((fds.fd_targets(pid) or {}).items()):
                 if fds.classify_target(target) != "file":
                     continue
-                dev_inode = dev_inode_of("/proc/%d/fd/%d" % (pid, fd))
+                dev_inode = dev_inode_of(pid, fd)
                 holders = {h for h in held.get(dev_inode, ()) if h != pid}
                 if -1 in holders:
                     holders.discard(-1)
@@ -217,3 +225,32 @@ class LockWatch:
                 entry["pollers"] = pollers    # retry the lock between sleeps: no kernel waiter line
             out.append(entry)
         return out
+
+
+@dataclass
+class LocksSection(Section):
+    """capture["locks"]: None when no thread was seen waiting for a file lock."""
+    locks: Optional[list] = None
+
+
+class FileLocksProbe(Probe):
+    """A thread blocked in flock/fcntl(F_SETLKW), or sleeping while another process holds a lock on
+    a file it has open: the holder is sampled too, even outside the tree; the locks are listed at
+    the window's end."""
+
+    name = "file locks"
+    Section = LocksSection
+    at_end = True
+
+    def __init__(self):
+        self.watch = LockWatch()
+
+    def tick(self, ctx):
+        if ctx.t is None:
+            return
+        for pid in self.watch.new_holders(ctx.sampler, ctx.t) + self.watch.polled_holders(ctx.sampler, ctx.t):
+            ctx.watch(pid, "lock-holder")
+
+    def stop(self, ctx):
+        records = ctx.sampler.records.values()
+        return LocksSection(locks=self.watch.entries({r.pid for r in records}, tree_pids(ctx.sampler)))

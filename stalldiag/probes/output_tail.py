@@ -16,8 +16,11 @@ import os
 import re
 import stat as stat_mod
 import time
+from dataclasses import dataclass, field
+from typing import Dict
 
 from .. import fds, procfs
+from .base import Probe, Section
 from ..redact import MASK, PRIVATE_KEY_BEGIN, redact_text
 
 TAIL_BYTES = 8192
@@ -91,10 +94,9 @@ def _writing(pid, fd):
 def _tail(pid, fd, target, now):
     """The last lines of the regular file behind fd, or None (not a regular file, gone,
     unreadable, binary)."""
-    link = "/proc/%d/fd/%d" % (pid, fd)
     try:
-        st = os.stat(link)
-    except OSError:
+        st = procfs.fd_stat(pid, fd)
+    except procfs.ProcfsError:
         return None
     if not stat_mod.S_ISREG(st.st_mode):
         return None   # a pipe, socket, tty: never opened
@@ -102,8 +104,8 @@ def _tail(pid, fd, target, now):
     if st.st_size:
         try:
             # O_NONBLOCK: should the fd have become a FIFO since the stat, opening does not wait
-            handle = os.open(link, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-        except OSError:
+            handle = procfs.open_fd(pid, fd, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        except procfs.ProcfsError:
             return None
         try:
             now_st = os.fstat(handle)
@@ -153,3 +155,21 @@ def _lines(data):
         line = redact_text(_ESCAPES.sub("", line)).rstrip()
         out.append(line if len(line) <= MAX_LINE else line[:MAX_LINE - 3] + "...")
     return out
+
+
+@dataclass
+class OutputTailSection(Section):
+    """capture["output_tail"]: {pid: {stdout, stderr, logs}} of the live processes."""
+    output_tail: Dict[str, dict] = field(default_factory=dict)
+
+
+class OutputTailProbe(Probe):
+    """Once, at the window's end: what each live process last wrote (~0.3 ms a process, measured)."""
+
+    name = "output tail"
+    Section = OutputTailSection
+    at_end = True
+
+    def stop(self, ctx):
+        return OutputTailSection(output_tail=collect(sorted({r.pid for r in ctx.sampler.records.values()
+                                                             if r.exited_at is None})))

@@ -9,14 +9,17 @@ For each resource the job uses, three questions:
              command, and the processes the GPU probe saw on the job's GPUs
 
 Everything is a file the kernel already keeps: ~2 reads of /proc/*/stat and /proc/*/io per
-window (about 10 ms per 500 processes, measured in docs/benchmarks.md), and a few cgroup files
-per cgroup.  The readers take a root so the tests run them on saved files of a cgroup v2 host.
+window (about 10 ms per 500 processes, measured in docs/benchmarks.md; read through procfs.py),
+and a few cgroup files per cgroup.  The cgroup readers take the text of /proc/PID/cgroup and a
+mount table, so the tests run them on saved files of a cgroup v2 host.
 """
 import os
 import time
+from dataclasses import dataclass, field
 
-from .. import redact
+from .. import fds, procfs, redact
 from . import kernel_state
+from .base import Probe, Section
 
 NEIGHBOURS = 8            # most CPU-hungry and most I/O-heavy other processes kept, each
 NEIGHBOUR_CPU_SHARE = 0.05
@@ -26,11 +29,22 @@ PIDS_FULL = 0.9          # share of pids.max in use from which the cgroup's memb
 PIDS_DIRECTORIES = 64    # cgroup directories read for those members, at most
 
 
-def _read(path):
+_read = kernel_state._read   # a cgroup's file: its text, or None
+
+
+def _text(pid, name):
+    """Text of /proc/PID/NAME, or None when it cannot be read."""
     try:
-        with open(path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-    except OSError:
+        return procfs.read(pid, name)
+    except procfs.ProcfsError:
+        return None
+
+
+def _host(name):
+    """Text of /proc/NAME, or None when it cannot be read."""
+    try:
+        return procfs.read_host(name)
+    except procfs.ProcfsError:
         return None
 
 
@@ -247,38 +261,36 @@ def disk_counters(text):
     return disks
 
 
-def process_counters(proc="/proc"):
+def process_counters():
     """{pid: (start time, CPU ticks, major faults, read bytes, write bytes, comm, state, ppid)} of
     every process on the host (the I/O bytes of another user's process need root)."""
     found = {}
     try:
-        names = os.listdir(proc)
-    except OSError:
+        pids = procfs.pids()
+    except procfs.ProcfsError:
         return found
-    for name in names:
-        if not name.isdigit():
-            continue
-        text = _read("%s/%s/stat" % (proc, name))
+    for pid in pids:
+        text = _text(pid, "stat")
         if not text or ")" not in text:
             continue
         comm = text[text.index("(") + 1:text.rindex(")")]
         fields = text[text.rindex(")") + 2:].split()
         if len(fields) < 20:
             continue
-        io = _key_values((_read("%s/%s/io" % (proc, name)) or "").replace(":", ""))
-        found[int(name)] = (_int(fields[19]), (_int(fields[11]) or 0) + (_int(fields[12]) or 0), _int(fields[9]) or 0,
+        io = _key_values((_text(pid, "io") or "").replace(":", ""))
+        found[pid] = (_int(fields[19]), (_int(fields[11]) or 0) + (_int(fields[12]) or 0), _int(fields[9]) or 0,
                             io.get("read_bytes"), io.get("write_bytes"), comm, fields[0], _int(fields[1]))
     return found
 
 
-def open_files(pid, proc="/proc"):
+def open_files(pid):
     """{"open", "limit"}: the fds a process holds and its soft RLIMIT_NOFILE (/proc/PID/limits)."""
     try:
-        count = len(os.listdir("%s/%d/fd" % (proc, pid)))
-    except OSError:
+        count = len(procfs.list_fds(pid))
+    except procfs.ProcfsError:
         return None
     limit = None
-    for line in (_read("%s/%d/limits" % (proc, pid)) or "").splitlines():
+    for line in (_text(pid, "limits") or "").splitlines():
         if line.startswith("Max open files"):
             limit = _int(line[len("Max open files"):].split()[0])
     return {"open": count, "limit": limit}
@@ -291,33 +303,33 @@ def _affinity(pid):
         return None
 
 
-def describe_process(pid, proc="/proc"):
+def describe_process(pid):
     """{"pid", "comm", "cmdline", "state", "ppid", "uid"} of any process on the host (a GPU's
     other user, a neighbour); the command line redacted; None when it is gone."""
-    stat = _read("%s/%d/stat" % (proc, pid))
+    stat = _text(pid, "stat")
     if not stat or ")" not in stat:
         return None
     fields = stat[stat.rindex(")") + 2:].split()
-    uid = next((_int(line.split()[1]) for line in (_read("%s/%d/status" % (proc, pid)) or "").splitlines()
+    uid = next((_int(line.split()[1]) for line in (_text(pid, "status") or "").splitlines()
                 if line.startswith("Uid:") and len(line.split()) > 1), None)
     return {"pid": pid, "comm": stat[stat.index("(") + 1:stat.rindex(")")],
-            "cmdline": redacted_command(pid, proc),
+            "cmdline": redacted_command(pid),
             "state": fields[0] if fields else None, "ppid": _int(fields[1]) if len(fields) > 1 else None,
             "uid": uid}
 
 
-def _threads(pid, proc="/proc"):
-    return next((_int(line.split()[1]) for line in (_read("%s/%d/status" % (proc, pid)) or "").splitlines()
+def _threads(pid):
+    return next((_int(line.split()[1]) for line in (_text(pid, "status") or "").splitlines()
                  if line.startswith("Threads:") and len(line.split()) > 1), None)
 
 
-def _argv(pid, proc="/proc"):
-    return [a for a in (_read("%s/%d/cmdline" % (proc, pid)) or "").split("\0") if a]
+def _argv(pid):
+    return [a for a in (_text(pid, "cmdline") or "").split("\0") if a]
 
 
-def redacted_command(pid, proc="/proc"):
+def redacted_command(pid):
     """A process's command line, redacted and cut to 200 characters; None if it has none."""
-    argv = _argv(pid, proc)
+    argv = _argv(pid)
     return " ".join(redact.redact_argv(argv))[:200] if argv else None
 
 
@@ -336,31 +348,19 @@ def program_of(argv):
     return None
 
 
-def listening_sockets(proc="/proc"):
+def listening_sockets():
     """{socket inode: "address:port"} of the TCP sockets listening in this network namespace."""
-    from ..fds import TCP_STATES, _hex_addr
-    import socket as _socket
     found = {}
-    for name, family in (("tcp", _socket.AF_INET), ("tcp6", _socket.AF_INET6)):
-        for line in (_read("%s/net/%s" % (proc, name)) or "").splitlines()[1:]:
-            parts = line.split()
-            if len(parts) > 9 and TCP_STATES.get(parts[3]) == "LISTEN":
-                found[int(parts[9])] = _hex_addr(parts[1], family)
+    for name in ("tcp", "tcp6"):
+        for inode, entry in fds.inet_sockets(_host("net/" + name) or "", name).items():
+            if entry["state"] == "LISTEN":
+                found[inode] = entry["local"]
     return found
 
 
-def _listening_of(pid, listening, proc="/proc"):
-    fd_dir = "%s/%d/fd" % (proc, pid)
+def _listening_of(pid, listening):
     found = []
-    try:
-        names = os.listdir(fd_dir)
-    except OSError:
-        return found
-    for name in names:
-        try:
-            target = os.readlink("%s/%s" % (fd_dir, name))
-        except OSError:
-            continue
+    for target in (fds.fd_targets(pid) or {}).values():
         if target.startswith("socket:[") and int(target[8:-1]) in listening:
             found.append(listening[int(target[8:-1])])
     return sorted(set(found))
@@ -369,16 +369,15 @@ def _listening_of(pid, listening, proc="/proc"):
 class ResourceProbe:
     """start(pids) and stop(pids, also=...) around the window; to_dict() for the capture."""
 
-    def __init__(self, proc="/proc"):
-        self.proc = proc
+    def __init__(self):
         self.result = {"available": False}
         self._start = None
         self._t0 = None
         self.exclude = {os.getpid()}
 
     def _snapshot(self):
-        return {"t": time.monotonic(), "cpus": cpu_times(_read(self.proc + "/stat")),
-                "disks": disk_counters(_read(self.proc + "/diskstats")), "procs": process_counters(self.proc)}
+        return {"t": time.monotonic(), "cpus": cpu_times(_host("stat")),
+                "disks": disk_counters(_host("diskstats")), "procs": process_counters()}
 
     def start(self, pids):
         try:
@@ -397,16 +396,16 @@ class ResourceProbe:
 
     def _finish(self, first, last, job, also):
         duration = max(last["t"] - first["t"], 1e-3)
-        mounts = cgroup_mounts(_read(self.proc + "/self/mountinfo"))
+        mounts = cgroup_mounts(_text("self", "mountinfo"))
         processes = {}
         for pid in sorted(job):
-            text = _read("%s/%d/cgroup" % (self.proc, pid))
+            text = _text(pid, "cgroup")
             if text is None:
                 continue
             processes[str(pid)] = {"affinity": _affinity(pid), "cgroup": cgroup_limits(text, mounts),
-                                   "open_files": open_files(pid, self.proc)}
+                                   "open_files": open_files(pid)}
         self._pids_members(processes)
-        host = {"cpus": len(last["cpus"]), "memory": meminfo(_read(self.proc + "/meminfo")),
+        host = {"cpus": len(last["cpus"]), "memory": meminfo(_host("meminfo")),
                 "cpu_busy": {}, "disks": {}}
         for cpu, (busy, total) in last["cpus"].items():
             before = first["cpus"].get(cpu)
@@ -424,7 +423,7 @@ class ResourceProbe:
         return {"available": True, "duration_s": round(duration, 3), "processes": processes, "host": host,
                 "neighbours": self._neighbours(first["procs"], last["procs"], job, duration),
                 "twins": self._twins(last["procs"], job),
-                "others": {str(pid): info for pid, info in ((p, describe_process(p, self.proc))
+                "others": {str(pid): info for pid, info in ((p, describe_process(p))
                                                               for p in sorted(set(also) - job)) if info}}
 
     def _pids_members(self, processes):
@@ -439,13 +438,13 @@ class ResourceProbe:
             if not members:
                 continue
             if ours is None:   # (read once, and only for a near-full cgroup)
-                ours = self.exclude | _descendants_of(os.getpid(), process_counters(self.proc))
+                ours = self.exclude | _descendants_of(os.getpid(), process_counters())
             others = []
             for pid in sorted(set(members) - ours):
                 if pid not in described:
-                    described[pid] = describe_process(pid, self.proc)
+                    described[pid] = describe_process(pid)
                     if described[pid] is not None:
-                        described[pid]["threads"] = _threads(pid, self.proc)
+                        described[pid]["threads"] = _threads(pid)
                 if described[pid] is not None:
                     others.append(described[pid])
             pids["members"] = sorted(others, key=lambda o: -(o["threads"] or 0))[:NEIGHBOURS]
@@ -469,7 +468,7 @@ class ResourceProbe:
         keep = sorted(rows, key=lambda r: -r["cpu_share"])[:NEIGHBOURS]
         keep += [r for r in sorted(rows, key=lambda r: -(r["read_Bps"] + r["write_Bps"]))[:NEIGHBOURS] if r not in keep]
         for row in keep:   # (comm, state and ppid came with the counters: only the command is read)
-            row["cmdline"] = redacted_command(row["pid"], self.proc)
+            row["cmdline"] = redacted_command(row["pid"])
             row["affinity"] = _affinity(row["pid"])
         return keep
 
@@ -477,18 +476,18 @@ class ResourceProbe:
         """Processes outside the job that run one of its programs (a copy an earlier run left:
         a server still on the job's port, a trainer still on its GPU), with the TCP addresses
         they listen on."""
-        programs = {program_of(_argv(pid, self.proc)) for pid in job} - {None}
+        programs = {program_of(_argv(pid)) for pid in job} - {None}
         if not programs:
             return []
         ours = self.exclude | _descendants_of(os.getpid(), counters)
-        listening = listening_sockets(self.proc)
+        listening = listening_sockets()
         twins = []
         for pid, row in sorted(counters.items()):
-            if pid in job or pid in ours or program_of(_argv(pid, self.proc)) not in programs:
+            if pid in job or pid in ours or program_of(_argv(pid)) not in programs:
                 continue
             twins.append({"pid": pid, "comm": row[5], "state": row[6], "ppid": row[7],
-                          "cmdline": redacted_command(pid, self.proc),
-                          "listening": _listening_of(pid, listening, self.proc)})
+                          "cmdline": redacted_command(pid),
+                          "listening": _listening_of(pid, listening)})
         return twins[:NEIGHBOURS]
 
     def to_dict(self):
@@ -507,3 +506,37 @@ def _descendants_of(root, counters):
                 found.add(child)
                 todo.append(child)
     return found
+
+
+@dataclass
+class ResourcesSection(Section):
+    """capture["resources"]: the job's limits, the host's use of its CPUs, memory and disks, and
+    who else uses them (or why they were not measured)."""
+    resources: dict = field(default_factory=lambda: {"available": False, "reason": "not measured"})
+
+
+class JobResourcesProbe(Probe):
+    """ResourceProbe over the window: read at its start and end, for the job's processes and the
+    other processes the GPU probe saw on its GPUs."""
+
+    name = "resources"
+    Section = ResourcesSection
+
+    def __init__(self):
+        self.reader = ResourceProbe()
+
+    def start(self, ctx):
+        self.reader.start(sorted({r.pid for r in ctx.sampler.records.values()}))
+
+    def stop(self, ctx):
+        gpu = ctx.sections.get("gpu")
+        self.reader.stop(sorted({r.pid for r in ctx.sampler.records.values()}),
+                         also=gpu.processes if gpu is not None else ())
+        result = self.reader.to_dict()
+        return ResourcesSection(limitations=[] if result.get("available") else
+                                ["resources: not measured (%s)" % result.get("reason")], resources=result)
+
+    def failed(self, error):
+        reason = "resource probe failed: %s" % error
+        return ResourcesSection(limitations=["resources: not measured (%s)" % reason],
+                                resources={"available": False, "reason": reason})

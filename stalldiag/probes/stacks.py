@@ -5,10 +5,11 @@ memory with process_vm_readv and never pauses it.  What it costs (measured on
 12-thread processes): ~10-15 ms to attach (it reads the interpreter's symbols)
 and ~2 ms per sample (~600 small memory reads), so a dump is ~15-18 ms and a
 1 Hz recording of a 10 s window ~30-45 ms.  The session decides which each
-process gets (session.py).  Recorders write speedscope JSON, which keeps every
+process gets (StacksProbe, below).  Recorders write speedscope JSON, which keeps every
 thread's samples in order; dumps are read as JSON.
 """
 import json
+import math
 import os
 import queue
 import re
@@ -17,8 +18,14 @@ import signal
 import subprocess
 import threading
 import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
 
+from .. import procfs, sources
+from ..errors import last_line
 from ..helpers import die_with_parent, intern_row
+from .base import Probe, Section
+from .threads import NANOSLEEPS
 from .thread_ids import ThreadIdMap
 
 # "Process 12 Thread 34 "name"" with --subprocesses, "Thread 34 "name"" without.  Where
@@ -106,7 +113,7 @@ def pyspy_version(binary):
     return tuple(int(x) for x in match.groups()) if match else None
 
 
-class StackProbe:
+class PySpy:
     """Drives one `py-spy record` per busy Python process over the window and one or two
     `py-spy dump`s per idle one (`snapshot`), and merges what they gave, in time order.
 
@@ -426,7 +433,7 @@ class StackProbe:
             failure = explain_failure(stderr)
             # "gone" is read from py-spy's words ("No such file or directory" has other causes):
             # trust it only if the process really is gone.
-            really_gone = failure[0] == "gone" and not os.path.exists("/proc/%d" % pid)
+            really_gone = failure[0] == "gone" and not procfs.exists(pid)
             if pid in self.late or failure[0] not in FINAL_FAILURES \
                     or failure[0] == "gone" and not really_gone:
                 retry.append(pid)
@@ -487,13 +494,8 @@ def _drop_torn(profiles, frames, racing):
 def explain_failure(stderr):
     for fragment, kind in PYSPY_FAILURES:
         if fragment in stderr:
-            return kind, _last_error_line(stderr)
-    return "error", _last_error_line(stderr) or "py-spy recorded nothing"
-
-
-def _last_error_line(stderr):
-    lines = [l.strip() for l in stderr.splitlines() if l.strip() and not l.startswith("py-spy>")]
-    return lines[-1][:300] if lines else ""
+            return kind, last_line(stderr, 300, skip=("py-spy>",))
+    return "error", last_line(stderr, 300, skip=("py-spy>",)) or "py-spy recorded nothing"
 
 
 def parse_speedscope(data, default_pid):
@@ -560,3 +562,397 @@ def dump_locals(pids):
             if tid is not None:
                 found[(pid, tid)] = frames
     return found
+
+
+# --- the probe: which process gets what stacks ---------------------------------------------
+
+# py-spy costs ~2 ms per sample of a 12-thread process (measured: ~600 process_vm_readv
+# calls) and ~10 ms to attach, so stacks follow what a process does *now*, measured over
+# its first DECIDE_AFTER_S of /proc samples: one using >= BUSY_CPU_SHARE of a core, or with a
+# thread runnable (R) in >= BUSY_RUNNABLE_SHARE of its samples (wanting a CPU it does not get:
+# throttled by a cgroup quota, or on an oversubscribed machine; its stack moves as a busy
+# one's does, slowly), is recorded at the asked rate (within BUSY_STACK_SAMPLES_PER_S for the
+# tree); an idle one
+# gets one `py-spy dump` (its blocked threads have the same stack at every sample), again at
+# the window's end if its threads moved, and a recorder if it turns busy later.
+# No process goes unsampled.
+BUSY_CPU_SHARE = 0.1
+BUSY_RUNNABLE_SHARE = 0.25
+RUNNABLE_MIN_SAMPLES = 4   # fewer say little: one R sample of two is a thread woken just then
+BUSY_STACK_SAMPLES_PER_S = 24
+DECIDE_AFTER_S = 0.4
+ACTIVITY_CHECK_S = 1.0     # how often an idle process is checked for turning busy
+MIN_RECORD_S = 1.0         # sampling a late recorder gets before it is asked to stop
+IDLE_STACK_SAMPLES = 10    # --native and --duration 0 record every process: idle ones at 1 Hz
+IDLE_STACK_RATE = 1
+SNAPSHOT_RATE = 20         # --duration 0: py-spy samples for the half second it is given
+
+
+def looks_like_python(pid, exe):
+    """True/False from the executable and its mapped libraries; None if unknown."""
+    if exe and os.path.basename(exe).startswith("python"):
+        return True
+    try:
+        return "libpython" in procfs.read(pid, "maps")
+    except procfs.ProcfsError:
+        return None if not exe else False
+
+
+@dataclass
+class StacksSection(Section):
+    """Python stacks of every thread, merged over py-spy's recorders and dumps, and how each
+    process was sampled."""
+    profiles: Dict[Tuple[int, int], dict] = field(default_factory=dict)   # (pid, tid) -> {"name", "stacks"}
+    frames: List[list] = field(default_factory=list)                      # [function, file, line, source]
+    python: Dict[Tuple[int, int], dict] = field(default_factory=dict)     # (pid, start time) -> python status
+    rates: Dict[int, int] = field(default_factory=dict)                   # pid -> Hz it was recorded at
+    snapshots: Dict[int, List[float]] = field(default_factory=dict)       # pid -> seconds of its dumps
+    thread_ids: Dict[int, str] = field(default_factory=dict)              # pid -> how its ids were matched
+    unmatched: Dict[int, list] = field(default_factory=dict)              # pid -> [(pthread id, name, why)]
+    local_values: Dict[Tuple[int, int], list] = field(default_factory=dict)
+    target_failure: Optional[tuple] = None    # why py-spy could not read the target, if it could not
+    rate_hz: Optional[int] = None
+
+    def write(self, capture):
+        """Each process's "python" and its threads' "stack_samples"; "frames" and "stacks"."""
+        stack_table, stack_index = [], {}
+        processes = capture["processes"]
+        latest = {proc["pid"]: index for index, proc in enumerate(processes)}
+        for index, proc in enumerate(processes):
+            pid = proc["pid"]
+            if latest[pid] == index:
+                by_tid = {t["tid"]: t for t in proc["threads"]}
+                for (ppid, tid), profile in self.profiles.items():
+                    if ppid != pid:
+                        continue
+                    thread = by_tid.get(tid)
+                    if thread is None:
+                        thread = {"tid": tid, "name": profile["name"], "samples": [], "cpu_seconds": None,
+                                  "first_seen": None, "last_seen": None}
+                        proc["threads"].append(thread)
+                        by_tid[tid] = thread
+                    thread["python_name"] = profile["name"]
+                    if (pid, tid) in self.local_values:
+                        thread["locals"] = self.local_values[(pid, tid)]
+                    thread["stack_samples"] = _run_length(
+                        [intern_row(stack_table, stack_index, _bounded_stack(s, self.frames))
+                         for s in profile["stacks"]])
+            python = proc["python"] = dict(self.python.get((pid, proc["start_time"])) or NO_STACKS)
+            if python["stacks"]:
+                python["thread_ids"] = self.thread_ids.get(pid) or "kernel tids reported by py-spy"
+                lost = self.unmatched.get(pid)
+                if lost:
+                    python["unmatched_threads"] = [{"pthread_id": p, "name": n, "reason": why} for p, n, why in lost]
+            if self.rates.get(pid):
+                python["stack_rate_hz"] = self.rates[pid]            # what py-spy sampled it at
+            if self.snapshots.get(pid):
+                python["stack_snapshots"] = self.snapshots[pid]      # seconds into the window
+        capture["frames"] = self.frames
+        capture["stacks"] = stack_table
+        target = next((p for p in processes if p["pid"] == capture["request"].get("pid")), None)
+        if target is not None and self.target_failure and self.target_failure[0] == "permission":
+            capture["permission_denied"] = True
+
+
+NO_STACKS = {"stacks": False, "reason": "no Python stacks sampled"}
+MAX_STACK_DEPTH = 512    # deeper stacks keep their innermost and outermost frames
+ELIDED_FRAME = ["...", "", 0]
+
+
+def _bounded_stack(stack, frames):
+    """Keep the innermost 400 and outermost 100 frames of very deep (recursive) stacks."""
+    if len(stack) <= MAX_STACK_DEPTH:
+        return stack
+    if ELIDED_FRAME not in frames:
+        frames.append(list(ELIDED_FRAME))
+    return stack[:400] + [frames.index(ELIDED_FRAME)] + stack[-100:]
+
+
+def _run_length(ids):
+    runs = []
+    for sid in ids:
+        if runs and runs[-1][0] == sid:
+            runs[-1][1] += 1
+        else:
+            runs.append([sid, 1])
+    return runs
+
+
+class StacksProbe(Probe):
+    """Python stacks of every Python process over the window: a py-spy recorder for each busy
+    one, one or two dumps of each idle one (see BUSY_CPU_SHARE), never pausing the target
+    unless --native."""
+
+    name = "stacks"
+    Section = StacksSection
+
+    def __init__(self):
+        self.pyspy = None
+        self._busy_stack_rate = None
+        self._by_activity = False
+        self._snapshot_signatures = {}   # pid -> _signature when its snapshot was asked for
+        self._activity_marks = {}        # pid -> (t, CPU ticks) at its last activity check
+        self._not_python = set()
+
+    def start(self, ctx):
+        config = ctx.config
+        self.pyspy = pyspy = PySpy(rate=config.stack_rate if config.duration else SNAPSHOT_RATE,
+                                   duration=max(config.duration, 1), native=config.native)
+        pyspy.t0 = ctx.t0
+        self._busy_stack_rate = config.stack_rate
+        # a snapshot (--duration 0) and --native record every process from the start, at a rate
+        # set by its CPU since it started; otherwise _choose decides by what it does now
+        self._by_activity = bool(config.duration) and not config.native
+        if pyspy.start() and not self._by_activity:
+            records = ctx.sampler.records
+            busy = sum(1 for record in records.values() if _cpu_share(record) >= BUSY_CPU_SHARE)
+            if busy * pyspy.rate > BUSY_STACK_SAMPLES_PER_S:
+                self._busy_stack_rate = max(IDLE_STACK_RATE, BUSY_STACK_SAMPLES_PER_S // busy)
+            for record in list(records.values()):
+                self.watched(ctx, record)
+
+    def tick(self, ctx):
+        pyspy, duration = self.pyspy, ctx.config.duration
+        if duration and pyspy.usable:
+            pyspy.stop_due(duration - ctx.now())
+        if ctx.t is not None and pyspy.usable and self._by_activity:
+            self._choose(ctx.sampler, ctx.now(), duration)
+
+    def watched(self, ctx, record):
+        if self.pyspy is None or self._by_activity:
+            return   # not started yet (start() takes every record), or decided by _choose
+        if record.exited_at is None and _python(record):
+            rate = self.pyspy.rate
+            duration = ctx.config.duration
+            if duration:   # a --duration 0 snapshot samples everything at full rate
+                busy = _cpu_share(record) >= BUSY_CPU_SHARE
+                idle_rate = max(IDLE_STACK_RATE, math.ceil(IDLE_STACK_SAMPLES / duration))
+                rate = min(rate, self._busy_stack_rate if busy else idle_rate)
+            self.pyspy.add(record.pid, rate)
+
+    def stop(self, ctx):
+        pyspy, sampler, config = self.pyspy, ctx.sampler, ctx.config
+        if pyspy is None:
+            return self.failed("not started")
+        if self._by_activity:
+            pyspy.snapshot_at_end([pid for pid in pyspy.snapshots if pid not in pyspy.rates
+                                   and self._moved_since_snapshot(sampler, pid)])
+        # py-spy's grace counts from the window's end: the thread sampler's finish() overlaps it
+        past_end = max(0.0, ctx.now() - config.duration) if config.duration else 0.0
+        profiles, frames = pyspy.stop(grace=max(0.0, pyspy.STOP_GRACE_S - past_end))
+        local_values = dump_locals(sorted({pid for pid, _tid in profiles})) if config.locals else {}
+        sources.annotate(frames, _frame_owner(profiles))
+        limitations = [pyspy.limitation] if pyspy.limitation else []
+        limitations += self._sampling_notes(config.rate)
+        records = sorted(sampler.records.values(), key=lambda record: record.first_seen)
+        seen = {pid for pid, _tid in profiles}
+        return StacksSection(
+            limitations=limitations + _process_notes(pyspy, records, seen, config.pid),
+            profiles=profiles, frames=frames, rates=pyspy.rates, snapshots=pyspy.snapshots,
+            python={(r.pid, r.start_time): _python_status(r, r.pid in seen, pyspy.failures.get(r.pid))
+                    for r in records},
+            thread_ids=pyspy.thread_ids.method, unmatched=pyspy.unmatched, local_values=local_values,
+            target_failure=pyspy.failures.get(config.pid), rate_hz=pyspy.rate)
+
+    def _sampling_notes(self, proc_rate):
+        """Limitations that say how stacks were sampled where that was not the asked rate."""
+        pyspy, notes = self.pyspy, []
+        recorded = pyspy.rates
+        snapped = {pid: times for pid, times in pyspy.snapshots.items() if pid not in recorded and times}
+        if snapped:
+            again = sum(1 for times in snapped.values() if len(times) > 1)
+            notes.append(
+                "Python stacks of %d idle process%s (under %d%% of a core when sampled) come from one py-spy "
+                "snapshot each%s; their blocked threads sit in the calls /proc samples at %s Hz (each "
+                "process's stack sampling is in the JSON report)"
+                % (len(snapped), "" if len(snapped) == 1 else "es", round(BUSY_CPU_SHARE * 100),
+                   ", %d taken again at the window's end (their threads moved)" % again if again else "",
+                   proc_rate))
+        lowered = sorted(pid for pid, hz in recorded.items() if hz < pyspy.rate)
+        if lowered:
+            by_rate = {}
+            for pid in lowered:
+                by_rate.setdefault(recorded[pid], []).append(pid)
+            notes.append(
+                "Python stack rate (asked for %d Hz) lowered for %d of %d recorded processes: %s (each "
+                "process's rate is in the JSON report)"
+                % (pyspy.rate, len(lowered), len(recorded),
+                   ", ".join("%d at %d Hz" % (len(p), hz) for hz, p in sorted(by_rate.items()))))
+        if pyspy.late:
+            notes.append("Python stacks of %d processes from one snapshot: their py-spy did not stop "
+                         "within %.1f s of the window's end (pids %s)"
+                         % (len(pyspy.late), pyspy.STOP_GRACE_S, ", ".join(map(str, pyspy.late[:5]))))
+        for pid, taken, span, started in pyspy.thin:
+            notes.append("py-spy took only %d stack sample%s of pid %d in %.1f s at %d Hz, recording from "
+                         "%.1f s into the window (started late, starved of CPU, or failing to read the "
+                         "process): its Python stacks say less"
+                         % (taken, "" if taken == 1 else "s", pid, span, pyspy.rates[pid], started))
+        return notes
+
+    def failed(self, error):
+        return StacksSection(limitations=["Python stacks: not measured (the probe failed: %s)" % error])
+
+    # --- which process gets what ----------------------------------------------------------
+
+    def _choose(self, sampler, now, duration):
+        """Record the stacks of processes busy now, snapshot the idle ones, and start a
+        recorder for an idle one that turns busy (see BUSY_CPU_SHARE)."""
+        pyspy = self.pyspy
+        decide_after = min(DECIDE_AFTER_S, duration / 10.0)
+        newly, busy = [], []
+        for key in list(sampler.live.values()):
+            record = sampler.records[key]
+            if record.pid in pyspy.rates or record.exited_at is not None:
+                continue
+            if record.pid in pyspy.snapshots:
+                mark = self._activity_marks.get(record.pid)
+                if mark and record.last_seen - mark[0] >= ACTIVITY_CHECK_S:
+                    turned_busy = _busy_since(record, mark)
+                    self._activity_marks[record.pid] = (record.last_seen, _cpu_ticks(record.stat_last))
+                    rate = self._busy_rate(1)
+                    if turned_busy and duration - now >= pyspy.lead(rate) + MIN_RECORD_S:
+                        pyspy.add(record.pid, rate)
+                continue
+            if record.last_seen - record.first_seen >= decide_after and record.pid not in self._not_python:
+                if not _python(record):
+                    self._not_python.add(record.pid)   # a compiler, a shell: no Python stacks to take
+                    continue
+                if _busy_since(record, (record.first_seen, _cpu_ticks(record.stat_first))):
+                    busy.append(record)
+                elif _looks(record) < RUNNABLE_MIN_SAMPLES and _caught_runnable(record):
+                    continue   # ticks come at random intervals: look again before calling it idle
+                newly.append(record)
+        rate = self._busy_rate(len(busy))
+        for record in newly:
+            if record in busy:
+                pyspy.add(record.pid, rate)
+            else:
+                self._snapshot_signatures[record.pid] = _signature(record)
+                self._activity_marks[record.pid] = (record.last_seen, _cpu_ticks(record.stat_last))
+                pyspy.snapshot(record.pid)
+
+    def _busy_rate(self, count):
+        """Stack rate for `count` more busy processes: the asked rate, within the tree's budget."""
+        left = BUSY_STACK_SAMPLES_PER_S - sum(self.pyspy.rates.values())
+        return max(1, min(self.pyspy.rate, left // max(count, 1)))
+
+    def _moved_since_snapshot(self, sampler, pid):
+        """Did a thread of this snapshotted process end the window somewhere else (another
+        call or wait, running, or a thread the snapshot did not see)?"""
+        key = sampler.live.get(pid)
+        before = self._snapshot_signatures.get(pid)
+        if key is None or before is None:
+            return False
+        now = _signature(sampler.records[key])
+        return any(tid not in before or sig != before[tid] or sig[0] == "running" for tid, sig in now.items())
+
+
+def _process_notes(pyspy, records, seen, target_pid):
+    """Limitations about particular processes: threads whose ids could not be matched, py-spy
+    denied or failing."""
+    from ..permissions import how_to_get_access
+    notes = []
+    for record in records:
+        lost = pyspy.unmatched.get(record.pid) if record.pid in seen else None
+        if lost:
+            notes.append("pid %d: Python stacks of %d thread(s) could not be tied to a kernel thread (%s: %s)"
+                         % (record.pid, len(lost), ", ".join("%s '%s'" % (p, n) for p, n, _w in lost[:4]), lost[0][2]))
+    failures = pyspy.failures
+    denied = [pid for pid, failure in failures.items() if failure[0] == "permission"]
+    if denied:
+        root_uid = next((r.static.get("uid") for r in records if r.pid == target_pid), None)
+        notes.append("py-spy was denied access to pid %s: no Python stacks (%s). To get them: %s"
+                     % (", ".join(map(str, denied[:5])), failures[denied[0]][1], how_to_get_access(root_uid)))
+    for pid, failure in sorted(failures.items())[:5]:
+        if failure[0] == "error":
+            notes.append("py-spy failed on pid %d: %s" % (pid, failure[1]))
+    return notes
+
+
+def _python_status(record, has_stacks, stack_failure):
+    if has_stacks:
+        return {"stacks": True, "reason": None}
+    if looks_like_python(record.pid, record.static.get("exe")) is False:
+        return {"stacks": False, "reason": "not a Python process"}
+    if stack_failure:
+        return {"stacks": False, "reason": "py-spy: %s" % (stack_failure[1] or stack_failure[0])}
+    if record.exited_at is not None and record.exited_at - record.first_seen < 1.0:
+        return {"stacks": False, "reason": "exited before py-spy could sample it"}
+    return dict(NO_STACKS)
+
+
+def _frame_owner(profiles):
+    """frame index -> a pid whose filesystem view holds that frame's file."""
+    owner = {}
+    for (pid, _tid), profile in profiles.items():
+        for stack in profile["stacks"]:
+            for index in stack:
+                owner.setdefault(index, pid)
+    return owner.get
+
+
+def _python(record):
+    return looks_like_python(record.pid, record.static.get("exe")) is not False
+
+
+def _cpu_ticks(stat):
+    return (stat["utime"] + stat["stime"]) if stat else 0
+
+
+def _recent_share(record, mark):
+    """Cores the process used since mark = (t, CPU ticks), from its /proc stat."""
+    span = record.last_seen - mark[0]
+    if span <= 0 or not record.stat_last:
+        return 0.0
+    return (_cpu_ticks(record.stat_last) - mark[1]) / procfs.CLK_TCK / span
+
+
+def _busy_since(record, mark):
+    """Busy since mark = (t, CPU ticks): it used BUSY_CPU_SHARE of a core, or one of its threads
+    was runnable in BUSY_RUNNABLE_SHARE of its samples (see BUSY_RUNNABLE_SHARE)."""
+    return _recent_share(record, mark) >= BUSY_CPU_SHARE or _runnable_share(record, mark[0]) >= BUSY_RUNNABLE_SHARE
+
+
+def _runnable_share(record, since):
+    """The largest share of samples since `since` in which one thread was runnable (R), over
+    threads with RUNNABLE_MIN_SAMPLES samples or more."""
+    best = 0.0
+    for thread in record.threads.values():
+        runnable = total = 0
+        for sample in reversed(thread.samples):   # newest first: only the samples since the mark
+            if sample[0] < since:
+                break
+            total += 1
+            runnable += sample[1] == "R"
+        if total >= RUNNABLE_MIN_SAMPLES:
+            best = max(best, runnable / total)
+    return best
+
+
+def _looks(record):
+    """How many /proc samples the process's threads have had (its oldest thread's count)."""
+    return max((len(thread.samples) for thread in record.threads.values()), default=0)
+
+
+def _caught_runnable(record):
+    return any(sample[1] == "R" for thread in record.threads.values() for sample in thread.samples)
+
+
+def _signature(record):
+    """{tid: (syscall or "running", wait detail)} of the threads seen at the last tick (a sleep's
+    detail is its time left, different at every look: the call alone says where it is)."""
+    return {tid: (thread.samples[-1][2], None if thread.samples[-1][2] in NANOSLEEPS else thread.samples[-1][3])
+            for tid, thread in record.threads.items() if thread.samples and thread.last_seen == record.last_seen}
+
+
+def _cpu_share(record):
+    """CPU the process used since it started, in cores (0.5 = half a core on average)."""
+    stat = record.stat_first
+    try:
+        uptime = procfs.uptime()
+    except (procfs.ProcfsError, ValueError, IndexError):
+        return 0.0
+    if not stat:
+        return 0.0
+    age = max(0.5, uptime - stat["start_time"] / procfs.CLK_TCK)
+    return (stat["utime"] + stat["stime"]) / procfs.CLK_TCK / age

@@ -32,9 +32,13 @@ import signal
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
+from typing import Optional
 
 from .. import procfs
+from ..errors import last_line
 from ..helpers import die_with_parent
+from .base import Probe, Section
 
 from ..knowledge.syscalls import ALWAYS_SHOWN  # noqa: E402,F401  (the probe reports them always)
 
@@ -122,7 +126,7 @@ class Counter:
         deadline = time.monotonic() + ATTACH_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                self.error = "%s exited at start: %s" % (self.name, self._tail(self._err))
+                self.error = "%s exited at start: %s" % (self.name, last_line(self._read(self._err), 200) or "no output")
                 return False
             if self.attached():
                 self.attached_at = time.monotonic()
@@ -171,10 +175,6 @@ class Counter:
                 return f.read()
         except OSError:
             return ""
-
-    def _tail(self, path):
-        lines = [l for l in self._read(path).splitlines() if l.strip()]
-        return lines[-1][:200] if lines else "no output"
 
 
 class BpftraceCounter(Counter):
@@ -360,3 +360,87 @@ def choose_backend(preferred=None, skip=()):
             return backend, tried
         tried.append(backend.name)
     return None, tried
+
+
+# --- the probe -------------------------------------------------------------------------------
+
+@dataclass
+class ExactSection(Section):
+    """capture["exact_syscalls"] (--syscalls exact): None when not asked for or no backend worked."""
+    exact_syscalls: Optional[dict] = None
+
+
+class ExactCountsProbe(Probe):
+    """--syscalls exact: every syscall of every thread counted by the least intrusive backend that
+    attaches here.  The window starts once counting runs, so both cover the same span."""
+
+    name = "exact syscalls"
+    Section = ExactSection
+
+    def __init__(self):
+        self.counter = None
+        self.notes = []
+
+    def start(self, ctx):
+        config = ctx.config
+        if config.syscalls != "exact":
+            return
+        if config.duration == 0:
+            self.notes.append("--syscalls exact needs a window: no counts with --duration 0")
+            return
+        failed = []
+        while True:
+            # a backend that is installed may still fail to attach (bpftrace with no tracefs
+            # mounted, perf under a strict perf_event_paranoid): the next one is tried
+            backend, tried = choose_backend(config.syscall_backend, skip=[n for n, _e in failed])
+            if backend is None:
+                break
+            ctx.notice("stalldiag: attaching exact syscall counting (%s)..." % backend.name)
+            counter = backend([pid for pid, _start in ctx.sampler.live.values()])
+            if counter.start():
+                if failed:
+                    self.notes.append("--syscalls exact: %s, so %s counted" % (
+                        "; ".join("%s failed: %s" % (n, e) for n, e in failed), backend.name))
+                self.counter = counter
+                ctx.restart()
+                return
+            failed.append((backend.name, counter.error))
+        if failed:
+            self.notes.append("--syscalls exact: %s" % "; ".join("%s failed: %s" % (n, e) for n, e in failed))
+        else:
+            self.notes.append("--syscalls exact: no backend works here (tried %s; install bpftrace, "
+                              "linux-perf or strace, and run as root)" % (", ".join(tried) or "none"))
+
+    def stop(self, ctx):
+        counter = self.counter
+        if counter is None:
+            return ExactSection(limitations=self.notes)
+        stopped = time.monotonic()
+        counts = counter.stop()
+        notes = []
+        if not counter.attributes_new_tasks:
+            notes.append("%s counts a thread or process born during the window into the one that "
+                         "created it" % counter.name)
+        if counter.warning:
+            self.notes.append(counter.warning)
+        return ExactSection(limitations=self.notes, exact_syscalls={
+            "backend": counter.name,
+            "counted_s": round(stopped - counter.attached_at, 3),
+            "notes": notes,
+            "warning": counter.warning,
+            "counts": [[pid, tid, per] for (pid, tid), per in sorted(counts.items(), key=_row_order)],
+            # failed calls, same rows: [pid, tid, {syscall: {"errors": n, "errnos": {name: n}}}];
+            # "errnos" only where the backend tells them apart (errnos_known)
+            "errnos_known": bool(counter.gives_errnos),
+            "errors": [[pid, tid, per] for (pid, tid), per in sorted(counter.failures.items(), key=_row_order)],
+        })
+
+    def failed(self, error):
+        if self.counter is not None:
+            self.counter.kill()   # never leave the target traced
+        return ExactSection(limitations=self.notes + ["--syscalls exact: no counts (the probe failed: %s)" % error])
+
+
+def _row_order(item):
+    (pid, tid), _per = item
+    return pid, tid or 0

@@ -10,7 +10,6 @@ Python thread of the process, a distinct tid that /proc/PID/task lists.
 When the known offset fails that check (another libc, e.g. musl) the first
 2 KiB of the struct are scanned for the one offset that passes it.
 """
-import os
 import platform
 import sys
 
@@ -32,8 +31,8 @@ class ThreadIdMap:
         """{pthread id: tid} for the ids it could match, and {pthread id: why not} for the rest."""
         pthread_ids = sorted(set(pthread_ids))
         try:
-            tids = {int(t) for t in os.listdir("%s/%d/task" % (procfs.PROC, pid))}
-        except OSError:
+            tids = set(procfs.tids(pid))
+        except procfs.ProcfsError:
             return {}, {p: "the process exited before its threads could be matched" for p in pthread_ids}
         blobs = {}
         for pthread_id in pthread_ids:

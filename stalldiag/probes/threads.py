@@ -9,12 +9,16 @@ so a thread stuck in one long read() costs one lookup for the whole window.
 """
 import os
 import pwd
+import random
 import signal
 import struct
 import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
 
 from .. import fds, procfs, redact
 from . import kernel_state
+from .base import Probe, Section
 from ..knowledge.syscalls import FD_FIRST_ARG
 
 POLL_SYSCALLS = ("poll", "ppoll")
@@ -129,10 +133,10 @@ class ProcessRecord:
             info["cmdline"] = []
             self._error("cmdline", exc)
         try:
-            info["exe"] = os.readlink("/proc/%d/exe" % pid)
-        except OSError as exc:
+            info["exe"] = procfs.exe(pid)
+        except procfs.ProcfsError as exc:
             info["exe"] = None
-            if exc.errno == 13:
+            if isinstance(exc, procfs.AccessDenied):
                 self.denied.add("exe")
         try:
             st = procfs.status(pid)
@@ -334,28 +338,25 @@ class ThreadSampler:
                 data = os.pread(fd, 4096, 0)
             except OSError as exc:
                 self._release(thread, name)
-                procfs._fail(exc, procfs.task_dir(pid, thread.tid) + "/" + name)
+                procfs.fail(exc, pid, name, thread.tid)
             if data or empty_ok:
                 return data
             self._release(thread, name)   # the thread is gone (its tid may live on in another thread)
-            raise procfs.ProcessGone(name)
-        path = procfs.task_dir(pid, thread.tid) + "/" + name
-        try:
-            fd = self._hold(path)
-        except OSError as exc:
-            procfs._fail(exc, path)
+            raise procfs.ProcessGone(pid, tid=thread.tid)
+        fd = self._hold(pid, name, thread.tid)
         if fd is None:
-            return procfs.read_text(path).encode()
+            return procfs.read(pid, name, thread.tid).encode()
         thread.held[name] = fd
         return self._read_bytes(pid, thread, name, empty_ok)
 
-    def _hold(self, path):
-        """An fd kept open on path for pread, or None once the held fds reach their budget."""
+    def _hold(self, pid, name, tid=None):
+        """An fd kept open on /proc/PID[/task/TID]/NAME for pread, or None once the held fds
+        reach their budget."""
         if self._fd_budget is None:
             self._fd_budget = _fd_budget()
         if self._held >= self._fd_budget:
             return None
-        fd = os.open(path, os.O_RDONLY)
+        fd = procfs.open_held(pid, name, tid)
         self._held += 1
         return fd
 
@@ -395,11 +396,10 @@ class ThreadSampler:
             except OSError:
                 pass
             self._release_process(record)   # gone: the plain read below says how
-        path = procfs.task_dir(record.pid) + "/stat"
-        text = procfs.read_text(path)
+        text = procfs.read(record.pid, "stat")
         try:
-            record.stat_fd = self._hold(path)
-        except OSError:
+            record.stat_fd = self._hold(record.pid, "stat")
+        except procfs.ProcfsError:
             pass
         return text
 
@@ -445,7 +445,7 @@ class ThreadSampler:
                         thread = record.threads[tid]
                         thread.kernel_last = kernel_state.thread_snapshot(pid, tid, record._error)
                         try:   # ticks may have skipped its stat: CPU as of the window's end
-                            thread.stat_raw = procfs.read_text(procfs.task_dir(pid, tid) + "/stat").encode()
+                            thread.stat_raw = procfs.read(pid, "stat", tid).encode()
                         except procfs.ProcfsError:
                             pass
                 record.files_end = record.read_fds()
@@ -466,7 +466,7 @@ class ThreadSampler:
                 record.denied.add(name)
                 continue
             if name == "stat" and value["start_time"] != record.start_time:
-                raise procfs.ProcessGone(pid)
+                raise procfs.ProcessGone(pid, "pid %d now belongs to another process" % pid)
             if first and getattr(record, name + "_first") is None:
                 setattr(record, name + "_first", value)
             setattr(record, name + "_last", value)
@@ -480,10 +480,10 @@ class ThreadSampler:
         pid = record.pid
         stat = procfs.parse_stat(self._read_process_stat(record))
         if stat["start_time"] != record.start_time:
-            raise procfs.ProcessGone(pid)
+            raise procfs.ProcessGone(pid, "pid %d now belongs to another process" % pid)
         if stat["state"] in ("Z", "X"):
             record.exit_status = exit_status(stat.get("exit_code"))
-            raise procfs.ProcessGone(pid)
+            raise procfs.ProcessGone(pid, "pid %d exited (%s)" % (pid, record.exit_status), name=stat["comm"])
         record.last_seen = t
         record.stat_last = stat
         tids = record.tids
@@ -777,3 +777,120 @@ def shared_mapping(pid, address, maps=None):
         if start <= address < end:
             return "%s+0x%x" % (path, address - start + offset)
     return None
+
+
+# --- the probe -------------------------------------------------------------------------------
+
+# Thread-samples per second above which the rate is lowered, to keep our
+# own CPU use near 2-3% of a core on large trees.
+THREAD_READS_PER_S = 1500
+# Each /proc tick comes at a random point within half an interval of its place on the fixed
+# schedule (as many ticks as at a fixed rate, none in step with the target): at a fixed rate, a loop
+# whose period divides the interval (20 ms at 5 Hz) is caught at the same point of its period
+# in every sample, e.g. always in its wait, never computing (fixtures/workloads/paced_training.py).
+TICK_JITTER = 0.5
+# processes sampled because an inspected one waits on them, not because they are in its tree
+OUTSIDE_ROLES = ("lock-holder", "pipe-peer", "waker")
+MAX_DENIED_NAMED = 20
+
+
+@dataclass
+class ThreadsSection(Section):
+    """Every process watched (capture "processes", first seen first), the socket pairs between
+    them, and how many children went uninspected."""
+    processes: List[dict] = field(default_factory=list)
+    unix_peers: Dict[int, int] = field(default_factory=dict)
+    tcp_peers: Dict[int, int] = field(default_factory=dict)
+    skipped_children: int = 0
+    target_denied: bool = False   # the target's current syscalls were refused
+    rate_hz: Optional[float] = None   # the /proc sampling rate at the window's end (window.rate_hz)
+
+    def write(self, capture):
+        capture["processes"] = self.processes
+        capture["skipped_children"] = self.skipped_children
+        capture["unix_peers"] = _peers_in(self.processes, self.unix_peers)
+        capture["tcp_peers"] = _peers_in(self.processes, self.tcp_peers)
+        capture["permission_denied"] = capture.get("permission_denied") or self.target_denied
+
+
+def _peers_in(processes, peers):
+    """Only the socket pairs that touch an inspected process."""
+    held = {target for proc in processes for target in proc.get("endpoints", {})}
+    return {str(ino): peer for ino, peer in peers.items() if "socket:[%d]" % ino in held}
+
+
+class ThreadsProbe(Probe):
+    """The thread sampler over the window: every thread's state and current syscall at the
+    sampling rate (lowered for a large tree), the kernel's accounting at the window's start and
+    end (kernel_state.py), and what each process holds open."""
+
+    name = "threads"
+    Section = ThreadsSection
+
+    def __init__(self):
+        self.rate = None
+        self.rate_notes = set()
+        self.due = 0.0
+        self._base = 0.0
+
+    def start(self, ctx):
+        self.rate = ctx.config.rate
+
+    def tick(self, ctx):
+        if ctx.now() < self.due:
+            return
+        sampler = ctx.sampler
+        ctx.t = sampler.tick()
+        ctx.thread_count = threads = sum(len(sampler.records[k].threads) for k in sampler.live.values())
+        if not ctx.config.duration:
+            return   # one snapshot: no schedule
+        asked = ctx.config.rate
+        self.rate = min(asked, max(1.0, THREAD_READS_PER_S / max(threads, 1)))
+        if self.rate < asked:
+            self.rate_notes.add(round(self.rate, 1))
+        self._base += 1.0 / self.rate
+        self.due = self._base + random.uniform(-TICK_JITTER, TICK_JITTER) / self.rate
+
+    def stop(self, ctx):
+        sampler = ctx.sampler
+        limitations = []
+        try:
+            sampler.finish()
+        except Exception as exc:   # the samples stand without the closing counters
+            limitations.append("thread states: the counters at the window's end were not read (%s: %s)"
+                               % (type(exc).__name__, exc))
+        processes = []
+        for _key, record in sorted(sampler.records.items(), key=lambda kv: kv[1].first_seen):
+            proc = record.to_dict()
+            if record.role_hint in OUTSIDE_ROLES:
+                proc["outside_tree"] = True
+            processes.append(proc)
+        target = next((p for p in processes if p["pid"] == ctx.config.pid), None)
+        if self.rate_notes:
+            limitations.append("sampling rate lowered to %s Hz for a large tree (asked for %s Hz)"
+                               % (min(self.rate_notes), ctx.config.rate))
+        return ThreadsSection(limitations=limitations + _denials(processes), processes=processes,
+                              unix_peers=fds.unix_peers(), tcp_peers=sampler.sockets.tcp_peers(),
+                              skipped_children=ctx.skipped_children,
+                              target_denied=target is not None and "syscall" in target["denied"],
+                              rate_hz=round(self.rate, 2))
+
+    def failed(self, error):
+        return ThreadsSection(limitations=["thread states: not measured (the probe failed: %s)" % error])
+
+
+def _denials(processes):
+    """A limitation per process whose /proc files were refused, and what is still observed."""
+    from ..permissions import denied_text, how_to_get_access
+    denied = [p for p in processes if p["denied"]]
+    out = ["pid %d: permission denied reading its %s (still observed: thread states, CPU time, command line). "
+           "To see the rest: %s" % (proc["pid"], denied_text(proc["denied"]), how_to_get_access(proc.get("uid")))
+           for proc in denied[:MAX_DENIED_NAMED]]
+    if len(denied) > MAX_DENIED_NAMED:
+        out.append("%d more processes with the same denials" % (len(denied) - MAX_DENIED_NAMED))
+    return out
+
+
+def tree_pids(sampler):
+    """Pids of the inspected tree: every watched process not sampled only as an outside one."""
+    return {r.pid for r in sampler.records.values() if r.role_hint not in OUTSIDE_ROLES}

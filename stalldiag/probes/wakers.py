@@ -12,12 +12,14 @@ only once a wait needs it and cut short after HOST_SCAN_BUDGET_S (and one over
 the rest ("pipe-peer" for a pipe, else "waker").  Nothing here reads the target's pipes
 or sockets, or stops it: link texts, fdinfo, maps, mountinfo and kernel stacks only.
 """
-import os
 import stat as stat_mod
 import time
+from dataclasses import dataclass, field
+from typing import List
 
 from .. import fds, mounts, procfs
-from .threads import EPOLL_SYSCALLS, POLL_SYSCALLS, SELECT_SYSCALLS
+from .base import Probe, Section
+from .threads import EPOLL_SYSCALLS, POLL_SYSCALLS, SELECT_SYSCALLS, tree_pids
 
 WAIT_MIN_SAMPLES = 2       # samples in a row on one object before it is resolved
 HOST_SCAN_BUDGET_S = 0.3   # per pass (fds, maps): a host has thousands of processes
@@ -186,7 +188,7 @@ class Wakers:
             for pid in sampler.live:
                 host.add(pid)
         found = [(p, fd, _mode(p, fd) if modes else "rw") for p, fd in host.holders(target)
-                 if same is None or _dev_inode("/proc/%d/fd/%d" % (p, fd)) == same]
+                 if same is None or _identity(procfs.fd_stat, p, fd) == same]
         self._objects[target] = found
         return found
 
@@ -202,7 +204,7 @@ class Wakers:
 
     def _pipe_ends(self, entry, sampler, pid, fd, target, kind):
         # a FIFO's link text is its path: its holders are confirmed by dev:inode
-        same = _dev_inode("/proc/%d/fd/%d" % (pid, fd)) if kind == "fifo" else None
+        same = _identity(procfs.fd_stat, pid, fd) if kind == "fifo" else None
         holders = [h for h in self._holders(sampler, target, pid, True, same) if h[:2] != (pid, fd)]
         wanted = {"read": "write", "write": "read"}.get(_mode(pid, fd))
         entry["ends"] = self._ends(holders, wanted)
@@ -304,7 +306,7 @@ class Wakers:
         if fd is None and not slow and _is_fifo(pid, path):
             # open() of a FIFO blocks until the other end is opened
             entry["wait"] = "fifo"
-            same = _dev_inode("/proc/%d/root%s" % (pid, path))
+            same = _identity(procfs.root_stat, pid, path)
             entry["ends"] = self._ends([h for h in self._holders(sampler, path, pid, True, same) if h[0] != pid])
             if not entry["ends"]:
                 entry["why_unseen"] = self._nobody("the other end (open waits for it)")
@@ -344,16 +346,46 @@ def _mode(pid, fd):
         return "rw"
 
 
-def _dev_inode(path):
+def _identity(stat_of, pid, fd_or_path):
+    """(dev, inode) of procfs.fd_stat(pid, fd) or procfs.root_stat(pid, path) (a path as the
+    process sees it), or None."""
     try:
-        st = os.stat(path)
-    except OSError:
+        st = stat_of(pid, fd_or_path)
+    except procfs.ProcfsError:
         return None
     return st.st_dev, st.st_ino
 
 
 def _is_fifo(pid, path):
     try:
-        return stat_mod.S_ISFIFO(os.lstat("/proc/%d/root%s" % (pid, path)).st_mode)
-    except OSError:
+        return stat_mod.S_ISFIFO(procfs.root_stat(pid, path, follow=False).st_mode)
+    except procfs.ProcfsError:
         return False
+
+
+@dataclass
+class WakersSection(Section):
+    """capture["wakers"]: one record per (pid, tid, object) blocked on for WAIT_MIN_SAMPLES samples."""
+    wakers: List[dict] = field(default_factory=list)
+
+
+class WakersProbe(Probe):
+    """Who could end each blocked wait (Wakers): resolved as the window runs, the ones outside the
+    tree sampled too ("pipe-peer", "waker"); listed at its end."""
+
+    name = "wakers"
+    Section = WakersSection
+    at_end = True
+
+    def __init__(self):
+        self.wakers = Wakers()
+
+    def tick(self, ctx):
+        if ctx.t is None:
+            return
+        for pid, role in self.wakers.new_wakers(ctx.sampler, ctx.t):
+            ctx.watch(pid, role)
+
+    def stop(self, ctx):
+        entries = self.wakers.entries(tree_pids(ctx.sampler))
+        return WakersSection(limitations=list(self.wakers.limitations), wakers=entries)

@@ -11,6 +11,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from .. import procfs
 from .memory import NotRead
 
 SUPPORTED = ((3, 8), (3, 9), (3, 10), (3, 11), (3, 12), (3, 13))
@@ -159,10 +160,9 @@ def version_from_maps(pid):
     when Python is a shared library, else the python3.X executable.  Returns (major, minor) or
     NotRead."""
     try:
-        with open("/proc/%d/maps" % int(pid)) as f:
-            maps = f.read()
-    except OSError as e:
-        return NotRead("/proc/%s/maps: %s" % (pid, e.strerror))
+        maps = procfs.read(int(pid), "maps")
+    except procfs.ProcfsError as e:
+        return NotRead(str(e))
     found = {}
     for line in maps.splitlines():
         parts = line.split(None, 5)
@@ -182,9 +182,9 @@ def version_from_maps(pid):
                 return next(v for v in candidates if isinstance(v, NotRead))
             return NotRead("more than one Python mapped: %s" % sorted(candidates))
     try:
-        exe = os.readlink("/proc/%d/exe" % int(pid))
-    except OSError as e:
-        return NotRead("no python mapped in /proc/%s/maps, and /proc/%s/exe: %s" % (pid, pid, e.strerror))
+        exe = procfs.exe(int(pid))
+    except procfs.ProcfsError as e:
+        return NotRead("no python mapped in /proc/%s/maps, and its executable: %s" % (pid, e))
     version = version_from_path(exe)
     if version is None:
         return NotRead("no libpython3.X or python3.X mapped in process %s (exe %s)" % (pid, exe))

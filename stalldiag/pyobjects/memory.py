@@ -10,6 +10,8 @@ import os
 import struct
 from dataclasses import dataclass
 
+from .. import procfs
+
 MAX_READ = 1 << 20          # no single read is larger than this
 USER_SPACE_END = 1 << 47    # x86_64: user addresses are below 0x8000_0000_0000
 
@@ -119,12 +121,12 @@ class ProcessMemory(Memory):
         self._fd = None
         self._how = None
         try:
-            self._fd = os.open("/proc/%d/mem" % self.pid, os.O_RDONLY | os.O_CLOEXEC)
+            self._fd = procfs.open_held(self.pid, "mem")
             self._how = "proc-mem"
-        except OSError as e:
-            if e.errno == errno.ENOENT:
-                raise Fault("process %d does not exist" % self.pid)
-            self._open_error = "/proc/%d/mem: %s" % (self.pid, e.strerror)
+        except procfs.ProcessGone:
+            raise Fault("process %d does not exist" % self.pid)
+        except procfs.ProcfsError as e:
+            self._open_error = str(e)
             self._how = "process_vm_readv"
 
     def close(self):

@@ -9,6 +9,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from .. import procfs
 from . import layouts as L
 from .layouts import layout_for
 from .memory import CachedMemory, Fault, NotRead, ProcessMemory, USER_SPACE_END
@@ -111,10 +112,8 @@ _MAX_PROCESSES = 32
 def type_cache_for(pid):
     """The TypeCache of a live process (a new one for a new process of the same pid)."""
     try:
-        with open("/proc/%d/stat" % int(pid), "rb") as f:
-            stat = f.read()
-        start = int(stat[stat.rindex(b")") + 2:].split()[19])
-    except (OSError, ValueError, IndexError):
+        start = procfs.stat(int(pid))["start_time"]
+    except (procfs.ProcfsError, ValueError, IndexError):
         return None
     key = (int(pid), start)
     cache = _CACHES.get(key)

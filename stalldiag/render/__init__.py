@@ -23,8 +23,9 @@ class Renderer(Protocol):
     def render(self, report: Report, color: bool = False) -> str:
         """The whole report in this format (color: ANSI colours, where the format has them)."""
 
-    def render_incident(self, incident: Incident, color: bool = False) -> Optional[str]:
-        """A merged incident in this format; None where the format has no incident form."""
+    def render_incident(self, incident: Incident, color: bool = False, all_ranks: bool = False) -> Optional[str]:
+        """A merged incident in this format; None where the format has no incident form. all_ranks:
+        every rank on a line of its own, besides the classes and outliers."""
 
 
 RENDERERS = {r.format: r for r in (TextRenderer(), MarkdownRenderer(), HtmlRenderer(), JsonRenderer(),
@@ -51,8 +52,8 @@ def render(report, fmt, color=False):
     return renderer(fmt).render(report, color=color)
 
 
-def render_incident(incident, fmt, color=False):
-    """An Incident in format fmt. A format without an incident form (HTML, speedscope) gets the
+def render_incident(incident, fmt, color=False, all_ranks=False):
+    """An Incident in format fmt. A format without an incident form (speedscope) gets the
     terminal text, as `stalldiag merge` always wrote there."""
-    text = renderer(fmt).render_incident(incident, color=color)
-    return RENDERERS["text"].render_incident(incident, color=color) if text is None else text
+    text = renderer(fmt).render_incident(incident, color=color, all_ranks=all_ranks)
+    return RENDERERS["text"].render_incident(incident, color=color, all_ranks=all_ranks) if text is None else text

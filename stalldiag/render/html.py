@@ -10,6 +10,7 @@ import html
 import json
 
 from .common import PROCESS_HEADER, command_text, failed_text, gpu_rows, looks_like_error, process_rows, tail_heading
+from .consensus import class_where, hosts_text, rank_ranges, report_classes, stack_text
 
 MAX_TIMELINE_THREADS = 200      # rows in the timeline
 MAX_SEGMENTS = 400              # per timeline row; more are merged into time buckets
@@ -308,6 +309,7 @@ def render(report):
             "<ul>" + "".join("<li><b>%s</b>: %s</li>" % (esc(f.kind), esc(f.summary))
                              for f in report.findings) + "</ul>"
             if report.findings else "<p class=muted>none</p>"),
+        _ranks_html(report),
         '<section id="limitations"><h2>Not observed / limitations</h2>%s</section>' % _list(report.limitations),
         '<section id="processes"><h2>Processes</h2>%s%s</section>' % (
             _table(PROCESS_HEADER, process_rows(report), "procs"), _threads_table(report)),
@@ -343,6 +345,218 @@ def render(report):
         "<script>%s</script>" % JS,
         "</body></html>",
     ]
+    return "\n".join(parts) + "\n"
+
+
+# --- ranks: classes by stack, and a grid of the ranks coloured by class -------------------------
+
+# majority classes in quiet colours, outlier classes in loud ones; classes past the palettes grey
+CLASS_COLORS = ["#4e79a7", "#59a14f", "#76b7b2", "#b6992d", "#b07aa1", "#9c755f", "#86bcb6", "#8cd17d"]
+OUTLIER_COLORS = ["#e15759", "#f28e2b", "#d37295", "#ff9d9a", "#fabfd2", "#ffbe7d"]
+OTHER_COLOR, MISSING_COLOR = "#c8c8c8", "#ffffff"
+GRID_WIDTH = 768                # px: the grid's cells span this width
+MAX_GRID_HOSTS = 64             # hosts x local ranks up to this many hosts; beyond, rank order in rows
+
+
+def class_colors(classes):
+    """{class index: colour}."""
+    out, calm, loud = {}, iter(CLASS_COLORS), iter(OUTLIER_COLORS)
+    for c in classes:
+        out[c.index] = next(loud if c.outlier else calm, OTHER_COLOR)
+    return out
+
+
+class GridCell:
+    __slots__ = ("rank", "host", "local", "cls", "outlier", "tip")
+
+    def __init__(self, rank, host, local, cls, outlier, tip):
+        self.rank, self.host, self.local, self.cls, self.outlier, self.tip = rank, host, local, cls, outlier, tip
+
+
+def rank_grid(cells, classes, missing=()):
+    """An inline SVG: one cell per rank coloured by its class (outliers outlined), with a legend.
+    Hosts x local ranks when every rank has a local rank and there are few hosts; otherwise the
+    ranks in order, in rows of 64 (128, 256 for larger jobs), runs of one class drawn as one rect.
+    Hover a cell (its <title>) for the rank, host and class. No script."""
+    colors = class_colors(classes)
+    by_index = {c.index: c for c in classes}
+    hosts = sorted({c.host for c in cells}, key=str)
+    locals_known = all(isinstance(c.local, int) and c.local >= 0 for c in cells)
+    legend = "".join('<span><i style="background:%s"></i>#%d %s: %d rank%s%s</span>' % (
+        colors[c.index], c.index, esc(c.shape, 80), c.count, "" if c.count == 1 else "s",
+        " <b>outlier</b>" if c.outlier else "") for c in classes[:len(CLASS_COLORS) + len(OUTLIER_COLORS)])
+    if len(classes) > len(CLASS_COLORS) + len(OUTLIER_COLORS):
+        legend += '<span><i style="background:%s"></i>%d more classes</span>' % (
+            OTHER_COLOR, len(classes) - len(CLASS_COLORS) - len(OUTLIER_COLORS))
+    if missing:
+        legend += '<span><i style="background:%s"></i>in no report: %d rank%s</span>' % (
+            MISSING_COLOR, len(missing), "" if len(missing) == 1 else "s")
+    parts = []
+
+    def rect(x, y, w, h, cls, tip, outlier=False):
+        parts.append('<rect x="%g" y="%g" width="%g" height="%g" fill="%s"%s><title>%s</title></rect>' % (
+            x, y, w, h, colors.get(cls, MISSING_COLOR if cls is None else OTHER_COLOR),
+            ' stroke="#000" stroke-width="1.5" class="outlier"' if outlier else
+            (' stroke="#999" stroke-dasharray="2,2"' if cls is None else ""), esc(tip)))
+
+    def label(y, text):
+        parts.append('<text x="0" y="%g" class="axis">%s</text>' % (y, esc(text, 40)))
+
+    if locals_known and len(hosts) <= MAX_GRID_HOSTS:
+        width = max(c.local for c in cells) + 1
+        size = max(4, min(18, GRID_WIDTH // max(width, 1)))
+        left = 130
+        grid = {(c.host, c.local): c for c in cells}
+        for row, host in enumerate(hosts):
+            y = row * (size + 2)
+            label(y + size - 1, host)
+            for local in range(width):
+                cell = grid.get((host, local))
+                if cell is None:
+                    continue
+                rect(left + local * (size + 2), y, size, size, cell.cls, cell.tip, cell.outlier)
+        svg_w, svg_h = left + width * (size + 2), len(hosts) * (size + 2)
+        how = "one row per host, one cell per local rank"
+    else:
+        n = max([c.rank for c in cells] + list(missing) + [0]) + 1
+        columns = 64 if n <= 4096 else 128 if n <= 16384 else 256
+        size = max(1, GRID_WIDTH // columns - 1)
+        left, top = 110, 6
+        by_rank = {}
+        for c in cells:             # one cell a rank number (an outlier shown over its namesake)
+            if c.rank not in by_rank or c.outlier:
+                by_rank[c.rank] = c
+        for row in range((n + columns - 1) // columns):
+            y = top + row * (size + 1)
+            first = row * columns
+            if row % max(1, 12 // (size + 1)) == 0:
+                label(y + size, "ranks %d-%d" % (first, min(n, first + columns) - 1))
+            col = 0
+            while col < columns and first + col < n:
+                cell = by_rank.get(first + col)
+                cls = cell.cls if cell else None
+                if cell is not None and cell.outlier:
+                    x = left + col * (size + 1)
+                    rect(x, y, size, size, cls, cell.tip, True)
+                    if size < 8:    # a small cell: a ring around it, to be found at a glance
+                        parts.append('<circle cx="%g" cy="%g" r="%g" fill="none" stroke="#000" stroke-width="1.5" '
+                                     'class="outlier-ring"/>' % (x + size / 2, y + size / 2, size + 3))
+                    col += 1
+                    continue
+                end = col + 1      # a run of one class (or of missing ranks), drawn as one rect
+                while end < columns and first + end < n:
+                    nxt = by_rank.get(first + end)
+                    if (nxt.cls if nxt else None) != cls or (nxt is not None and nxt.outlier):
+                        break
+                    end += 1
+                c = by_index.get(cls)
+                tip = "ranks %d-%d: %s" % (first + col, first + end - 1,
+                                          "#%d %s" % (c.index, c.shape) if c else "in no report")
+                rect(left + col * (size + 1), y, (end - col) * (size + 1) - 1, size, cls,
+                     cell.tip if cell and end == col + 1 else tip)
+                col = end
+        svg_w, svg_h = left + columns * (size + 1), top + ((n + columns - 1) // columns) * (size + 1)
+        how = "ranks in order, %d a row" % columns
+    return ('<div class="legend">%s</div><p class="help">%s; hover a cell for its rank, host and class; '
+            'outliers are outlined.</p><svg xmlns="http://www.w3.org/2000/svg" class="rank-grid" width="%d" '
+            'height="%d" role="img" aria-label="ranks by class">%s</svg>' % (
+                legend, how, svg_w, svg_h + 4, "".join(parts)))
+
+
+def _class_table(classes):
+    return _table(["class", "ranks", "which", "hosts", "where", "stack (innermost first)", "diverges"],
+                  [["#%d%s" % (c.index, " outlier" if c.outlier else ""), c.count,
+                    rank_ranges(c.ranks, max_runs=12), hosts_text(c.hosts), class_where(c),
+                    stack_text(c.stack, frames=8), c.diverges.text() if c.diverges else "-"] for c in classes],
+                  "classes")
+
+
+def _ranks_html(report):
+    """A host's ranks: the classes by stack, the grid, every rank."""
+    if not report.ranks or not report.ranks.rows:
+        return ""
+    rows = report.ranks.rows
+    classes = report_classes(report.ranks)
+    cls_of = {r: c for c in classes for r in c.ranks}
+    cells = [GridCell(r.rank, r.host, r.local_rank, cls_of[r.rank].index if r.rank in cls_of else None, r.suspect,
+                      "rank %d (local %s) pid %s on %s: %s in %s" % (r.rank, r.local_rank, r.pid, r.host, r.state,
+                                                                    r.frame or r.where)) for r in rows]
+    return ('<section id="ranks"><h2>Ranks</h2><p class="help">%d rank%s in %d class%s by stack: the same state '
+            'and innermost frames (function and file).</p>%s%s<details><summary>Every rank (%d)</summary>%s'
+            '</details></section>' % (
+                len(rows), "" if len(rows) == 1 else "s", len(classes), "" if len(classes) == 1 else "es",
+                rank_grid(cells, classes), _class_table(classes), len(rows),
+                _table(["rank", "local", "host", "pid", "state", "where", "frame", "GPU", ""],
+                       [[r.rank, r.local_rank, r.host, r.pid, r.state, r.where, r.frame or "-",
+                         ",".join(map(str, r.gpus or [])) or "-", "suspect" if r.suspect else ""]
+                        for r in rows[:MAX_THREAD_TABLE]], "ranks")))
+
+
+def render_incident(incident, all_ranks=False):
+    """`stalldiag merge` as one offline page: the merged verdict, the ranks in a grid coloured by
+    class, the classes, the outliers and the hosts. Plain HTML and inline SVG: no script."""
+    v = incident.verdict
+    title = "stalldiag merge: %s" % (v.category or "?")
+    classes = incident.groups
+    hosts = incident.hosts
+    cells = [GridCell(r.rank, r.host, r.local_rank, r.class_index, r.suspect,
+                      "rank %d (local %s) pid %s on %s: %s in %s%s" % (
+                          r.rank, r.local_rank, r.pid, r.host, r.state, r.frame or r.where,
+                          " (class #%s)" % r.class_index if r.class_index else "")) for r in incident.ranks]
+    missing = []
+    if v.missing_ranks:
+        seen = {r.rank for r in incident.ranks}
+        missing = [n for n in range(max(seen) + 1) if n not in seen] if seen else []
+    outliers = incident.outliers
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<title>%s</title>" % esc(title),
+        "<style>%s</style>" % CSS,
+        "</head><body>",
+        "<header><h1>%s</h1>" % esc(title),
+        '<p class="meta">%d report%s &middot; %s &middot; %d ranks &middot; %d class%s</p></header>' % (
+            len(hosts), "" if len(hosts) == 1 else "s", esc(hosts_text([h.host for h in hosts])),
+            len(incident.ranks), len(classes), "" if len(classes) == 1 else "es"),
+        '<section id="verdict" class="verdict conf-%s"><h2>Verdict</h2><dl>' % ("high" if v.rank is not None else "none"),
+        "<dt>category</dt><dd><code>%s</code></dd>" % esc(v.category),
+        '<dt>summary</dt><dd class="summary">%s</dd>' % esc(v.summary),
+        "<dt>classes</dt><dd>%s</dd>" % esc(v.consensus or "-"),
+        "<dt>missing</dt><dd>ranks in no report: %s</dd>" % esc(v.missing_ranks) if v.missing_ranks else "",
+        "</dl></section>",
+    ]
+    if cells:
+        parts.append('<section id="rank-grid"><h2>Ranks by class</h2>%s</section>' % rank_grid(cells, classes, missing))
+        parts.append('<section id="classes"><h2>Classes of ranks by stack</h2><p class="help">Ranks whose main '
+                     "threads are in the same state with the same innermost frames (function and file; lines may "
+                     "differ), largest first; each says where its stack leaves the larger class it shares most "
+                     "frames with (STAT's prefix tree).</p>%s</section>" % _class_table(classes))
+    if outliers:
+        parts.append('<section id="outliers"><h2>Outliers (%d)</h2>%s</section>' % (len(outliers), _table(
+            ["rank", "host", "pid", "local", "state", "where", "frame", "class"],
+            [[r.rank, r.host, r.pid, r.local_rank, r.state, r.where, r.frame or "-", "#%s" % r.class_index]
+             for r in outliers[:MAX_THREAD_TABLE]], "outliers")))
+    by_category = {}
+    for h in hosts:
+        by_category.setdefault(h.category, []).append(h)
+    groups = sorted(by_category.items(), key=lambda kv: (-len(kv[1]), str(kv[0])))
+    parts.append('<section id="hosts"><h2>Hosts</h2>%s<details%s><summary>Every host (%d)</summary>%s</details>'
+                 "</section>" % (
+                     _table(["category", "hosts", "which", "e.g. (the first host's verdict)"],
+                            [[cat, len(members), hosts_text([h.host for h in members]), members[0].summary]
+                             for cat, members in groups], "host-groups"),
+                     " open" if len(hosts) <= 8 else "", len(hosts),
+                     _table(["host", "file", "category", "ranks", "processes", "progress", "summary"],
+                            [[h.host, h.file, h.category, rank_ranges(h.ranks), h.processes, h.progress, h.summary]
+                             for h in hosts[:MAX_THREAD_TABLE]], "hosts")))
+    if all_ranks:
+        parts.append('<section id="all-ranks"><h2>Every rank</h2>%s</section>' % _table(
+            ["rank", "host", "pid", "local", "state", "where", "frame", "class", ""],
+            [[r.rank, r.host, r.pid, r.local_rank, r.state, r.where, r.frame or "-", "#%s" % r.class_index,
+              "suspect" if r.suspect else ""] for r in incident.ranks], "ranks"))
+    parts += ["<footer>stalldiag merge of %d file%s</footer>" % (
+        len(incident.merged_from), "" if len(incident.merged_from) == 1 else "s"), "</body></html>"]
     return "\n".join(parts) + "\n"
 
 
@@ -430,6 +644,9 @@ details{margin:8px 0}summary{cursor:pointer;color:#1f4e9a}
  font-size:12px;max-width:560px;white-space:pre-wrap;overflow-wrap:anywhere;box-shadow:0 2px 6px #0004}
 select,button{font:inherit;font-size:13px}select{max-width:70%}
 .gpu-chart{margin-bottom:10px}
+svg.rank-grid{display:block;margin:6px 0}svg.rank-grid text{font:11px "DejaVu Sans",Arial,sans-serif;fill:#666}
+svg.rank-grid rect:hover{stroke:#000;stroke-width:1}
+table.classes td:nth-child(-n+3),table.classes th,table.outliers td:nth-child(-n+4){white-space:nowrap}
 .gpu-na{font-weight:600}
 footer{margin-top:28px;font-size:12px}
 """
@@ -689,5 +906,5 @@ class HtmlRenderer:
     def render(self, report, color=False):
         return render(report)
 
-    def render_incident(self, incident, color=False):
-        return None     # no HTML incident page yet
+    def render_incident(self, incident, color=False, all_ranks=False):
+        return render_incident(incident, all_ranks=all_ranks)

@@ -19,5 +19,5 @@ class JsonRenderer:
     def render(self, report, color=False):
         return render(report)
 
-    def render_incident(self, incident, color=False):
+    def render_incident(self, incident, color=False, all_ranks=False):
         return render_incident(incident)

@@ -3,6 +3,10 @@ import re
 
 from .common import (PROCESS_HEADER, failed_text, gpu_rows, looks_like_error, process_rows, short_frame,
                      stack_total, tail_heading, thread_stacks)
+from .consensus import (MAX_HOST_LINES, MAX_OUTLIERS, class_where, host_groups, hosts_text, rank_ranges,
+                        report_classes, shown_classes, stack_text)
+
+MAX_RANK_TABLE = 64     # a host's ranks in the table; more: only the outliers
 
 
 def _md_table(header, rows):
@@ -41,13 +45,21 @@ def render(report):
         out += ["", "## Findings", ""]
         out += ["- **%s**: %s" % (f.kind, f.summary) for f in report.findings]
     if report.ranks and report.ranks.rows:
-        out += ["", "## Ranks", ""]
-        out += _md_table(["rank", "local", "host", "pid", "state", "where", "GPU", ""],
-                         [[r.rank, r.local_rank, r.host, r.pid, r.state, r.where,
-                           ",".join(map(str, r.gpus or [])) or "-", "**suspect**" if r.suspect else ""]
-                          for r in report.ranks.rows])
-        out += ["", "Groups by stack shape: " + "; ".join(
-            "%s: ranks %s" % (g.shape, ",".join(map(str, g.ranks))) for g in report.ranks.groups)]
+        rows = report.ranks.rows
+        classes = report_classes(report.ranks)
+        out += ["", "## Ranks", "", "%d rank%s in %d class%s by stack (the same state and innermost frames)." % (
+            len(rows), "" if len(rows) == 1 else "s", len(classes), "" if len(classes) == 1 else "es"), ""]
+        out += _md_table(CLASS_HEADER, _class_rows(classes))
+        listed = rows if len(rows) <= MAX_RANK_TABLE else [r for r in rows if r.suspect]
+        if listed:
+            out.append("")
+            out += _md_table(["rank", "local", "host", "pid", "state", "where", "GPU", ""],
+                             [[r.rank, r.local_rank, r.host, r.pid, r.state, r.where,
+                               ",".join(map(str, r.gpus or [])) or "-", "**suspect**" if r.suspect else ""]
+                              for r in listed])
+        if len(listed) < len(rows):
+            out += ["", "%s%d ranks in all: every one in the JSON report." % (
+                "The outliers above; " if listed else "", len(rows))]
     out += ["", "## Processes", ""]
     out += _md_table(PROCESS_HEADER, process_rows(report))
     out += ["", "## Threads and syscalls", "",
@@ -145,21 +157,65 @@ def _counts_text(counts, limit=8):
     return ", ".join("%s %d" % (name, n) for name, n in list(counts.items())[:limit])
 
 
-def render_incident(incident):
-    """`stalldiag merge` for a ticket: the merged verdict, every host, every rank, the groups."""
+def _class_rows(classes):
+    return [["%d%s" % (c.index, " **outlier**" if c.outlier else ""), c.count, rank_ranges(c.ranks, max_runs=12),
+             hosts_text(c.hosts), "`%s`" % class_where(c), "`%s`" % stack_text(c.stack, frames=8),
+             c.diverges.text() if c.diverges else "-"] for c in classes]
+
+
+CLASS_HEADER = ["class", "ranks", "which", "hosts", "where", "stack (innermost first)", "diverges"]
+
+
+def _rank_row(r):
+    return [r.rank, r.host, r.pid, "-" if r.local_rank is None else r.local_rank, r.state, r.where,
+            r.frame or "-"]
+
+
+RANK_HEADER = ["rank", "host", "pid", "local", "state", "where", "frame"]
+
+
+def render_incident(incident, all_ranks=False):
+    """`stalldiag merge` for a ticket, short whatever the job's size: the merged verdict, the
+    hosts, the classes of ranks by stack, the outlier ranks (all_ranks: every rank too)."""
     v = incident.verdict
     out = ["# stalldiag merge: %s" % v.category, "", "**Verdict:** `%s`  " % v.category,
-           "**Summary:** %s  " % v.summary, "", "## Hosts"]
-    out += ["", "| host | category | ranks | processes | progress | summary |", "|---|---|---|---|---|---|"]
-    out += ["| %s | %s | %s | %d | %s | %s |" % (h.host, h.category, ",".join(map(str, h.ranks)), h.processes,
-                                              h.progress, h.summary.replace("|", "\\|"))
-            for h in incident.hosts]
-    out += ["", "## Ranks"]
-    out += ["", "| rank | host | pid | state | where | |", "|---|---|---|---|---|---|"]
-    out += ["| %d | %s | %d | %s | %s | %s |" % (r.rank, r.host, r.pid, r.state, r.where,
-                                               "**suspect**" if r.suspect else "") for r in incident.ranks]
-    out += ["", "Groups by stack shape: " + "; ".join(
-        "%s: ranks %s on %s" % (g.shape, ",".join(map(str, g.ranks)), ",".join(g.hosts)) for g in incident.groups)]
+           "**Summary:** %s  " % v.summary]
+    if v.consensus:
+        out.append("**Classes:** %s  " % _md_text(v.consensus))
+    if v.missing_ranks:
+        out.append("**Ranks in no report:** %s  " % v.missing_ranks)
+    hosts = incident.hosts
+    out += ["", "## Hosts", "", "%d report%s, %s, %d ranks." % (
+        len(hosts), "" if len(hosts) == 1 else "s", hosts_text([h.host for h in hosts]), len(incident.ranks)), ""]
+    if len(hosts) <= MAX_HOST_LINES:
+        out += _md_table(["host", "category", "ranks", "processes", "progress", "summary"],
+                         [[h.host, h.category, rank_ranges(h.ranks), h.processes, h.progress, h.summary]
+                          for h in hosts])
+    else:
+        out += _md_table(["category", "hosts", "which", "e.g. (the first host's verdict)"],
+                         [[category, len(members), hosts_text([h.host for h in members]), members[0].summary]
+                          for category, members in host_groups(hosts)])
+    if incident.groups:
+        shown, hidden, hidden_ranks = shown_classes(incident.groups)
+        out += ["", "## Classes of ranks by stack", "",
+                "Ranks whose main threads are in the same state with the same innermost frames (function and "
+                "file; lines may differ), largest class first; each class says where its stack leaves the "
+                "larger class it shares most frames with.", ""]
+        out += _md_table(CLASS_HEADER, _class_rows(shown))
+        if hidden:
+            out += ["", "%d more class%s of %d rank%s: `stalldiag merge --ranks all`, or the JSON." % (
+                hidden, "" if hidden == 1 else "es", hidden_ranks, "" if hidden_ranks == 1 else "s")]
+    outliers = incident.outliers
+    if outliers:
+        out += ["", "## Outliers", "", "%d rank%s: %s." % (
+            len(outliers), "" if len(outliers) == 1 else "s", rank_ranges([r.rank for r in outliers], max_runs=12)), ""]
+        out += _md_table(RANK_HEADER, [_rank_row(r) for r in outliers[:MAX_OUTLIERS]])
+        if len(outliers) > MAX_OUTLIERS:
+            out += ["", "%d more: `stalldiag merge --ranks all`, or the JSON." % (len(outliers) - MAX_OUTLIERS)]
+    if all_ranks:
+        out += ["", "## Ranks", ""]
+        out += _md_table(RANK_HEADER + [""], [_rank_row(r) + ["**suspect**" if r.suspect else ""]
+                                              for r in incident.ranks])
     return "\n".join(out) + "\n"
 
 
@@ -171,5 +227,5 @@ class MarkdownRenderer:
     def render(self, report, color=False):
         return render(report)
 
-    def render_incident(self, incident, color=False):
-        return render_incident(incident)
+    def render_incident(self, incident, color=False, all_ranks=False):
+        return render_incident(incident, all_ranks=all_ranks)

@@ -131,6 +131,10 @@ class RankRow(OpenRecord):
     where: str = "-"                      # the function it waits or works in
     frame: Optional[str] = None
     gpus: Optional[List[Any]] = None
+    # its main thread's commonest stack as it ran it, [[function, file, line], ...] innermost
+    # first (at most 16 frames), and how deep that stack is; None in reports older than these
+    stack: Optional[List[Any]] = None
+    stack_depth: Optional[int] = None
     suspect: bool = False
     extra: Dict[str, Any] = _extra()
     keys: Tuple[str, ...] = _keys()
@@ -138,10 +142,76 @@ class RankRow(OpenRecord):
 
 @dataclass
 class RankGroup(OpenRecord):
+    """A class of ranks as the diagnosis wrote it: ranks whose main threads have the same state
+    and normalized stack (ranks.py), largest first."""
     shape: str = ""                       # "collective in all_reduce (torch.distributed)"
     ranks: List[int] = field(default_factory=list)
     extra: Dict[str, Any] = _extra()
     keys: Tuple[str, ...] = _keys()
+
+
+class ClassFrame(NamedTuple):
+    """A frame of a class's normalized stack: the function, its file's basename, and the line its
+    first rank was at (ranks of one class may be at other lines of the same functions)."""
+    function: Optional[str]
+    file: Optional[str]
+    line: Any
+
+    def text(self, line=True):
+        return "%s (%s%s)" % (self.function, self.file, ":%s" % self.line if line and self.line is not None else "")
+
+
+class Divergence(NamedTuple):
+    """Where a class's stack leaves the stack of a larger class (STAT's prefix tree), counted from
+    the outermost frame: the deepest frame both have (None: they differ from the first frame seen)
+    and this class's frame below it; into None: no frame of its own, either the same frames (only
+    the state differs) or, `prefix`, a part of the other's (it is in a caller of the other's frames)."""
+    from_class: int                       # the larger class compared with: the one sharing most frames
+    common: Optional[ClassFrame]
+    into: Optional[ClassFrame]
+    prefix: bool = False
+
+    def text(self):
+        if self.into is None:
+            if self.prefix:
+                return "in a caller of #%d's frames, at %s" % (
+                    self.from_class, self.common.text() if self.common else "its outermost frame")
+            return "same frames as #%d" % self.from_class
+        if self.common is None:
+            return "differs from #%d at its outermost frame seen, in %s" % (self.from_class, self.into.text())
+        return "diverges from #%d below %s, into %s" % (self.from_class, self.common.text(), self.into.text())
+
+    def to_dict(self):
+        return {"from_class": self.from_class, "common": None if self.common is None else list(self.common),
+                "into": None if self.into is None else list(self.into), "prefix": self.prefix}
+
+
+@dataclass
+class RankClass:
+    """Ranks alike: the same state and normalized stack (the diagnosis's class), with what the
+    reports show of it: its ranks and hosts, its first rank's stack, where it leaves a larger
+    class's stack, and whether its ranks are the outliers."""
+    index: int                            # 1-based, largest class first
+    shape: str                            # "collective in all_reduce (torch.distributed)"
+    state: str
+    where: str
+    frame: Optional[str]                  # the first rank's innermost frame of the user's code
+    ranks: List[int]                      # sorted
+    hosts: List[str]                      # sorted
+    stack: List[ClassFrame]               # innermost first, at most 12 frames; [] when not known
+    depth: Optional[int] = None           # frames in the first rank's whole stack
+    diverges: Optional[Divergence] = None
+    outlier: bool = False
+
+    @property
+    def count(self):
+        return len(self.ranks)
+
+    def to_dict(self):
+        return {"shape": self.shape, "ranks": self.ranks, "hosts": self.hosts, "count": self.count,
+                "state": self.state, "where": self.where, "frame": self.frame,
+                "stack": [list(f) for f in self.stack], "stack_depth": self.depth,
+                "diverges": None if self.diverges is None else self.diverges.to_dict(), "outlier": self.outlier}
 
 
 @dataclass
@@ -494,10 +564,15 @@ class IncidentRank:
     host: str
     file: str
     suspect: bool = False
+    class_index: Optional[int] = None     # its class (RankClass.index); not in the JSON's rank rows
 
     @property
     def rank(self):
         return self.row.rank
+
+    @property
+    def local_rank(self):
+        return self.row.local_rank
 
     @property
     def pid(self):
@@ -511,18 +586,23 @@ class IncidentRank:
     def where(self):
         return self.row.where
 
+    @property
+    def frame(self):
+        return self.row.frame
+
+    @property
+    def stack(self):
+        return self.row.stack
+
+    @property
+    def stack_depth(self):
+        return self.row.stack_depth
+
     def to_dict(self):
         return dict(self.row.to_dict(), host=self.host, file=self.file, suspect=self.suspect)
 
 
-@dataclass
-class IncidentGroup:
-    shape: str
-    ranks: List[int]
-    hosts: List[str]
-
-    def to_dict(self):
-        return {"shape": self.shape, "ranks": self.ranks, "hosts": self.hosts}
+IncidentGroup = RankClass     # a class of ranks across hosts (the JSON's "groups")
 
 
 @dataclass
@@ -543,23 +623,41 @@ class IncidentVerdict:
     rank: Optional[int] = None
     pid: Optional[int] = None
     suspects: Optional[List[Suspect]] = None
+    # the classes in one sentence: "ranks 0-4094: collective in all_reduce ...; rank 4095: ..."
+    consensus: Optional[str] = None
+    missing_ranks: Optional[str] = None   # ranks below the highest one seen that no report has ("8-15")
 
     def to_dict(self):
         out = {"category": self.category, "summary": self.summary, "host": self.host, "rank": self.rank,
                "pid": self.pid}
         if self.suspects is not None:
             out["suspects"] = [s.to_dict() for s in self.suspects]
+        if self.consensus is not None:
+            out["consensus"] = self.consensus
+        if self.missing_ranks is not None:
+            out["missing_ranks"] = self.missing_ranks
         return out
 
 
 @dataclass
 class Incident:
-    """`stalldiag merge`: every host's verdict, every rank side by side, grouped by stack shape."""
+    """`stalldiag merge`: every host's verdict, every rank side by side, and the ranks' classes
+    by stack (largest first), the outliers among them."""
     merged_from: List[str]
     verdict: IncidentVerdict
     hosts: List[IncidentHost]
     ranks: List[IncidentRank]             # by rank, then host
-    groups: List[IncidentGroup]           # largest first
+    groups: List[RankClass]               # the classes, largest first
+
+    @property
+    def classes(self):
+        return self.groups
+
+    @property
+    def outliers(self):
+        """The suspect ranks, in the order the verdict names them (smallest class first)."""
+        order = {(s.host, s.rank, s.pid): i for i, s in enumerate(self.verdict.suspects or [])}
+        return sorted((r for r in self.ranks if r.suspect), key=lambda r: order.get((r.host, r.rank, r.pid), len(order)))
 
     def to_dict(self):
         return {"merged_from": self.merged_from, "verdict": self.verdict.to_dict(),

@@ -102,5 +102,5 @@ class SpeedscopeRenderer:
     def render(self, report, color=False):
         return render(report)
 
-    def render_incident(self, incident, color=False):
+    def render_incident(self, incident, color=False, all_ranks=False):
         return None     # an incident has no stacks

@@ -1,6 +1,8 @@
 """Terminal summary: verdict and culprit first, then evidence, processes, stacks."""
 from .common import (PROCESS_HEADER, failed_text, looks_like_error, process_rows, short_frame, stack_total,
                      tail_heading, telling_pids, thread_stacks)
+from .consensus import (MAX_HOST_LINES, MAX_OUTLIERS, MAX_RANK_ROWS, class_heading, class_where, host_groups,
+                        hosts_text, rank_ranges, ranks_text, report_classes, shown_classes, stack_text)
 
 COLORS = {"red": "\033[31m", "yellow": "\033[33m", "green": "\033[32m", "bold": "\033[1m",
           "dim": "\033[2m", "reset": "\033[0m"}
@@ -55,12 +57,7 @@ def render(report, color=False, max_stacks=4):
             out.append("  - [%s] %s" % (f.kind, f.summary))
     if report.ranks and report.ranks.rows:
         out.append("")
-        out.append(_c("Ranks", "bold", color))
-        out.extend("  " + line for line in table(
-            ["rank", "local", "host", "pid", "state", "where", "GPU", ""],
-            [[r.rank, r.local_rank, r.host, r.pid, r.state, r.where[:40],
-              ",".join(map(str, r.gpus or [])) or "-", "SUSPECT" if r.suspect else ""]
-             for r in report.ranks.rows]))
+        out.extend(_ranks_section(report.ranks, color))
     out.append("")
     out.append(_c("Processes", "bold", color))
     out.extend("  " + line for line in table(PROCESS_HEADER, process_rows(report)))
@@ -107,18 +104,90 @@ def render(report, color=False, max_stacks=4):
     return "\n".join(out) + "\n"
 
 
-def render_incident(incident):
-    """`stalldiag merge` on a terminal: the merged verdict, every host, every rank, the groups."""
+def _ranks_section(ranks, color):
+    """A host's ranks: their classes by stack, then every rank (a few) or the outliers (many)."""
+    rows = ranks.rows
+    classes = report_classes(ranks)
+    out = [_c("Ranks: %d in %d class%s by stack" % (len(rows), len(classes), "" if len(classes) == 1 else "es"),
+              "bold", color)]
+    if len(classes) > 1 or len(rows) > MAX_RANK_ROWS:
+        shown, hidden, hidden_ranks = shown_classes(classes)
+        out += class_lines(shown)
+        if hidden:
+            out.append("  (%d more class%s of %d rank%s in the Markdown/JSON report)" % (
+                hidden, "" if hidden == 1 else "es", hidden_ranks, "" if hidden_ranks == 1 else "s"))
+    listed = rows if len(rows) <= MAX_RANK_ROWS else [r for r in rows if r.suspect][:MAX_OUTLIERS]
+    if listed:
+        out.extend("  " + line for line in table(
+            ["rank", "local", "host", "pid", "state", "where", "GPU", ""],
+            [[r.rank, r.local_rank, r.host, r.pid, r.state, r.where[:40],
+              ",".join(map(str, r.gpus or [])) or "-", "SUSPECT" if r.suspect else ""]
+             for r in listed]))
+    if len(listed) < len(rows):
+        out.append("  (%s%d ranks in the Markdown/JSON report)" % (
+            "the outliers above; " if listed else "", len(rows)))
+    return out
+
+
+def _rank_line(r):
+    return "rank %-5d local %-3s %-20s pid %-8s %-11s %s" % (
+        r.rank, "-" if r.local_rank is None else r.local_rank, r.host, r.pid, r.state,
+        r.frame or r.where)
+
+
+def class_lines(classes, indent="  "):
+    """Each class: its heading, where its first rank is, its stack, where it leaves a larger one."""
+    out = []
+    for c in classes:
+        out.append(indent + class_heading(c))
+        out.append(indent + "    " + class_where(c))
+        if c.stack:
+            out.append(indent + "    stack: " + stack_text(c.stack))
+        if c.diverges is not None:
+            out.append(indent + "    " + c.diverges.text())
+    return out
+
+
+def render_incident(incident, all_ranks=False):
+    """`stalldiag merge` on a terminal, short whatever the job's size: the merged verdict, the
+    hosts by verdict, the classes of ranks by stack and the outlier ranks (all_ranks: then every
+    rank on a line of its own)."""
     v = incident.verdict
-    out = ["MERGED VERDICT: %s" % v.category.upper(), v.summary, "", "Hosts"]
-    out += ["  %s: %s (ranks %s) %s" % (h.host, h.category, ",".join(map(str, h.ranks)) or "-", h.summary[:120])
-            for h in incident.hosts]
-    out += ["", "Ranks"]
-    out += ["  rank %-4d %-20s pid %-8d %-11s %s%s" % (r.rank, r.host, r.pid, r.state, r.where,
-                                                      "   SUSPECT" if r.suspect else "")
-            for r in incident.ranks]
-    out += ["", "Groups by stack shape: " + "; ".join(
-        "%s: ranks %s on %s" % (g.shape, ",".join(map(str, g.ranks)), ",".join(g.hosts)) for g in incident.groups)]
+    out = ["MERGED VERDICT: %s" % v.category.upper(), v.summary]
+    if v.consensus:
+        out.append(v.consensus)
+    if v.missing_ranks:
+        out.append("ranks in no report: %s" % v.missing_ranks)
+    hosts = incident.hosts
+    out += ["", "Hosts: %d report%s, %s, %d ranks" % (len(hosts), "" if len(hosts) == 1 else "s",
+                                                       hosts_text([h.host for h in hosts]), len(incident.ranks))]
+    if len(hosts) <= MAX_HOST_LINES:
+        out += ["  %s: %s (%s) %s" % (h.host, h.category, ranks_text(h.ranks, max_runs=4) if h.ranks else "no ranks",
+                                      h.summary[:120]) for h in hosts]
+    else:
+        for category, members in host_groups(hosts)[:MAX_HOST_LINES // 2]:
+            out.append("  %s on %s: e.g. %s" % (category, hosts_text([h.host for h in members]),
+                                                 members[0].summary[:100]))
+    if incident.groups:
+        shown, hidden, hidden_ranks = shown_classes(incident.groups)
+        out += ["", "Classes of ranks by stack: %d (largest first; a stack is innermost first, each frame called "
+                "from the next)" % len(incident.groups)]
+        out += class_lines(shown)
+        if hidden:
+            out.append("  (%d more class%s of %d rank%s: --ranks all, or --json)" % (
+                hidden, "" if hidden == 1 else "es", hidden_ranks, "" if hidden_ranks == 1 else "s"))
+    outliers = incident.outliers
+    if outliers:
+        out += ["", "Outliers: %d rank%s (%s)" % (len(outliers), "" if len(outliers) == 1 else "s",
+                                                 rank_ranges([r.rank for r in outliers], max_runs=6))]
+        out += ["  " + _rank_line(r) for r in outliers[:MAX_OUTLIERS]]
+        if len(outliers) > MAX_OUTLIERS:
+            out.append("  (%d more: --ranks all, or --json)" % (len(outliers) - MAX_OUTLIERS))
+    if all_ranks:
+        out += ["", "Ranks"]
+        out += ["  " + _rank_line(r) + ("   SUSPECT" if r.suspect else "") for r in incident.ranks]
+    elif len(incident.ranks) > MAX_OUTLIERS:
+        out += ["", "(every rank on a line: stalldiag merge --ranks all, or --json)"]
     return "\n".join(out) + "\n"
 
 
@@ -130,5 +199,5 @@ class TextRenderer:
     def render(self, report, color=False):
         return render(report, color=color)
 
-    def render_incident(self, incident, color=False):
-        return render_incident(incident)
+    def render_incident(self, incident, color=False, all_ranks=False):
+        return render_incident(incident, all_ranks=all_ranks)

@@ -26,7 +26,7 @@ FAULTS = {
                   "    where = '%s:%d in %s' % (os.path.relpath(caller.f_code.co_filename, ROOT), caller.f_lineno,\n"
                   "                             caller.f_code.co_name)\n"
                   "    raise TypeError('%d format: a real number is required, not NoneType [' + where + ']')\n"
-                  "m.describe_thread = fault\n").replace("ROOT", repr(str(ROOT))),
+                  "m.decide_category = fault\n").replace("ROOT", repr(str(ROOT))),
     "html": "import stalldiag.render.html as m\n"
             "def fault(report):\n"
             "    raise RuntimeError('injected html fault')\n"

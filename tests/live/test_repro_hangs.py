@@ -58,6 +58,15 @@ ROUND = {row["id"]: row["round"] for row in ROWS}
 STILL_WRONG = {rid: why for rid, why in KNOWN_WRONG.items() if ROUND[rid] in ("rh", "ri", "rj")}
 
 
+# Right in their recorded capture, but what they reproduce depends on this machine's speed.
+TIMING_BOUND = {
+    "affinity_env_pins_workers": "its main thread sleeps 1 s in a measurement (cpu_percent(interval=1)) "
+                                 "every 10 batches; on a fast CPU the workers finish those batches in a "
+                                 "fraction of that and the run really is asleep (the recorded capture, "
+                                 "workers busy on CPU 0, replays to cpu)",
+}
+
+
 def _quiet(row):
     """A stall whose processes wait and compute nothing (a compile computes): it may run beside
     another live test."""
@@ -65,6 +74,8 @@ def _quiet(row):
 
 
 def _param(row):
+    if row["id"] in TIMING_BOUND:
+        return pytest.param(row, marks=pytest.mark.skip(reason="timing-bound: " + TIMING_BOUND[row["id"]]))
     if row["id"] in STILL_WRONG:
         return pytest.param(row, marks=pytest.mark.skip(reason="still wrong: " + STILL_WRONG[row["id"]]))
     return row if _quiet(row) else pytest.param(row, marks=pytest.mark.alone)

@@ -83,6 +83,10 @@ def test_a_decisive_root_beats_every_boundary_and_a_weak_one_yields():
             got = table.decide(kind, link)
             if decisive and not (kind == "lock" and link == "lock"):
                 assert got == (category, words if link_category != category else None), (kind, link)
+            elif (kind, link) == ("cpu", "child"):
+                # a parent joining workers that compute: their CPU (omp_threads_oversubscribed
+                # on a machine with CPUs to spare, where no thread waits for one)
+                assert got == ("cpu", "a child program")
             else:
                 assert got == (link_category, None), (kind, link)
 

@@ -135,8 +135,8 @@ def test_merge_is_a_pure_function_of_the_host_reports():
 
 def test_merge_of_ranks_alike_names_no_outlier():
     report = _host("nccl_hang", "node-a")
-    for row in report.ranks.rows:       # every rank in the same collective
-        row.state, row.where = "collective", "all_reduce"
+    for row in report.ranks.rows:       # every rank in the same collective, with the same stack
+        row.state, row.where, row.stack = "collective", "all_reduce", report.ranks.rows[0].stack
     merged = incident([("a.json", report)])
     assert "no outlier rank" in merged.verdict.summary and not any(r.suspect for r in merged.ranks)
     assert "suspects" not in merged.verdict.to_dict()
