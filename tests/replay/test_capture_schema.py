@@ -8,6 +8,7 @@ from helpers import CAPTURES
 from stalldiag import capture
 from stalldiag.config import Config
 from stalldiag.errors import CaptureError
+from stalldiag.session import default_probes
 
 
 @pytest.mark.parametrize("path", sorted(CAPTURES.glob("*.json")), ids=lambda p: p.stem)
@@ -52,3 +53,23 @@ def test_the_resource_record_reads_as_typed_records_and_an_unmeasured_one_as_non
     assert held.limits_of(1).cgroup.cpus == [] and held.limits_of(1).open_files is None   # not a job process
     assert Resources.of({"resources": {"available": False, "reason": "not measured"}}) is None
     assert Resources.of({}) is None
+
+
+def test_the_sections_write_every_key_of_a_capture_and_build_keeps_the_saved_order():
+    """What the probes write, and nothing else, is what a saved capture of this schema holds, in its
+    order, so the JSON of a capture is the one it was before the interface."""
+    written = {}
+    for probe in default_probes():
+        written.update(_written_by(probe.Section(), processes=[]))
+    assert set(written) == {key for key, _default in capture.PROBE_KEYS} | {"permission_denied"}
+    saved = json.loads((CAPTURES / "thread_died_poll.json").read_text())["capture"]
+    built = capture.build({"hostname": "h"}, {"pid": 1}, {"start": 0}, [p.Section() for p in default_probes()])
+    assert list(built) == list(saved)
+    assert built["resources"] == {"available": False, "reason": "not measured"} and built["limitations"] == []
+
+
+def _written_by(section, processes):
+    cap = {"processes": list(processes), "request": {"pid": 1}}
+    before = dict(cap)
+    section.write(cap)
+    return {k: v for k, v in cap.items() if k not in before or v is not before[k]}

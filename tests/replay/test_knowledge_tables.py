@@ -10,6 +10,7 @@ import re
 import pytest
 
 from helpers import CAPTURES
+from stalldiag.knowledge import blocking
 from stalldiag.knowledge import frames as frame_table
 from stalldiag.knowledge import processes as process_table
 
@@ -102,3 +103,25 @@ def test_file_wait_tables_match_saved_captures():
                    and any(loop_re.search(w["code"]) for w in f[3]["within"]) for f in frames), library
     rows = {r.framework for r in table.FRAME_PATTERNS if r.kind == "file-wait"}
     assert set(table.FILE_WAIT_PATHS) <= rows
+
+
+def test_the_saved_captures_read_without_error():
+    """Every stack of every saved capture goes through both lookups; the waits they name are rows of
+    the kinds the recorded workloads stalled in."""
+    captures = sorted(CAPTURES.glob("*.json"))
+    if not captures:
+        pytest.skip("no saved captures")
+    seen = set()
+    for path in captures:
+        capture = json.loads(path.read_text())["capture"]
+        frame_table = capture["frames"]
+        for stack in capture["stacks"]:
+            frames_ = [frame_table[i] for i in stack]
+            hit = blocking.blocking_frame(frames_)
+            blocking.background_thread(frames_)
+            if hit:
+                seen.add((blocking.module_of(frames_[hit[0]][1])[1],) + hit[1].key)
+    for key in [(11, "selectors", "EpollSelector.select"), (11, "threading", "Condition.wait"),
+                (8, "threading", "Condition.wait"),              # from the bare name `wait` on 3.8
+                (13, "selectors", "_PollLikeSelector.select")]:
+        assert key in seen, key

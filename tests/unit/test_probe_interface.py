@@ -1,22 +1,21 @@
 """The probe interface (probes/base.py), the one /proc reader (procfs.py), NVML opened once, and
-errors that carry the pid: units, and one short inspection of pid 1 with a probe that breaks."""
+errors that carry the pid.  The sections a capture is built from are held against a saved one in
+tests/replay/test_capture_schema.py; an inspection of pid 1 with probes that break is
+tests/live/test_broken_probes.py."""
 import ast
-import json
 import os
 import re
 import sys
 import types
-from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURES
-from stalldiag import capture, errors, procfs, targets
-from stalldiag.config import Config
+from helpers import ROOT
+from stalldiag import errors, procfs, targets
 from stalldiag.probes import base, gpu
-from stalldiag.session import Inspection, default_probes
+from stalldiag.session import default_probes
 
-PACKAGE = Path(__file__).resolve().parent.parent / "stalldiag"
+PACKAGE = ROOT / "stalldiag"   # tests/unit is one folder deeper than the file was written for
 
 
 # --- the interface -----------------------------------------------------------------------------
@@ -31,26 +30,6 @@ def test_every_probe_is_one_of_the_interface_with_a_typed_section_and_a_name_of_
         assert "__dataclass_fields__" in type(section).__dict__, type(section).__name__
 
 
-def test_the_sections_write_every_key_of_a_capture_and_build_keeps_the_saved_order():
-    """What the probes write, and nothing else, is what a saved capture of this schema holds, in its
-    order, so the JSON of a capture is the one it was before the interface."""
-    written = {}
-    for probe in default_probes():
-        written.update(_written_by(probe.Section(), processes=[]))
-    assert set(written) == {key for key, _default in capture.PROBE_KEYS} | {"permission_denied"}
-    saved = json.loads((CAPTURES / "thread_died_poll.json").read_text())["capture"]
-    built = capture.build({"hostname": "h"}, {"pid": 1}, {"start": 0}, [p.Section() for p in default_probes()])
-    assert list(built) == list(saved)
-    assert built["resources"] == {"available": False, "reason": "not measured"} and built["limitations"] == []
-
-
-def _written_by(section, processes):
-    cap = {"processes": list(processes), "request": {"pid": 1}}
-    before = dict(cap)
-    section.write(cap)
-    return {k: v for k, v in cap.items() if k not in before or v is not before[k]}
-
-
 def test_a_probe_that_raises_is_turned_off_and_its_section_says_what_is_missing():
     class Broken(base.Probe):
         name = "broken"
@@ -63,38 +42,6 @@ def test_a_probe_that_raises_is_turned_off_and_its_section_says_what_is_missing(
     assert probe._failed == "KeyError in tick(): 'x'"
     assert base.run_guarded(probe, "tick", None) is None     # not asked again
     assert probe.failed(probe._failed).limitations == ["broken: not measured (the probe failed: KeyError in tick(): 'x')"]
-
-
-class _Breaks(base.Probe):
-    """A probe whose tick or stop raises, beside the real ones."""
-
-    def __init__(self, name, where):
-        self.name, self.where = name, where
-
-    def tick(self, ctx):
-        if self.where == "tick":
-            raise RuntimeError("tick broke")
-
-    def stop(self, ctx):
-        if self.where == "stop":
-            raise RuntimeError("stop broke")
-        return base.Section()
-
-
-def test_an_inspection_with_probes_that_break_still_reports_the_others():
-    """pid 1 for 0.3 s (read only, as every inspection): the thread sampler and the stacks still
-    report; each broken probe is named in the limitations, once."""
-    if not os.access("/proc/1/stat", os.R_OK):
-        pytest.skip("pid 1 not visible here")
-    probes = default_probes()
-    probes[3:3] = [_Breaks("ticking", "tick"), _Breaks("stopping", "stop")]
-    cap = Inspection(Config(pid=1, duration=0.3), probes=probes).run()
-    assert cap["processes"] and cap["processes"][0]["pid"] == 1 and cap["processes"][0]["threads"]
-    assert cap["window"]["samples"] >= 1 and cap["resources"]["available"]
-    said = [line for line in cap["limitations"] if "broke" in line]
-    assert said == ["ticking: the probe failed during the window (RuntimeError in tick(): tick broke): only what "
-                    "it saw before is reported",
-                    "stopping: not measured (the probe failed: RuntimeError in stop(): stop broke)"], said
 
 
 # --- one /proc reader ----------------------------------------------------------------------------
