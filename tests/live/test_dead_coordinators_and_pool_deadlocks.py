@@ -5,7 +5,10 @@ local_server_stopped.py): threads stuck in one wait are parties of it, not a cha
 nobody is left to end; a pool whose every worker waits on tasks queued to it; a wait on a
 loopback TCP connection leads to the process at the other end.  Each workload's docstring
 says the verdict a correct diagnosis must give; each test first checks by hand (/proc) that
-the workload is in the state it models.
+the workload is in the state it models.  The set's workloads (fixtures/workloads/:
+async_blocking_http, event_coordinator_died, flock_workers_cycle, join_under_lock,
+local_server_busy, pool_fanout, pool_worker_exits, queue_join_exception_path) were
+heldout4_<name>.py until they were named by what they model alone.
 """
 import os
 
@@ -18,7 +21,7 @@ pytestmark = pytest.mark.heldout
 
 
 def test_workers_waiting_for_a_coordinator_that_died(launch):
-    w = launch("heldout4_event_coordinator_died.py")
+    w = launch("event_coordinator_died.py")
     tids = other_tids(w.pid)
     assert len(tids) == 3 and all("futex" in wchan(w.pid, t) for t in tids)   # the coordinator is gone
     report = inspect_json(w.pid, duration=2)
@@ -30,7 +33,7 @@ def test_workers_waiting_for_a_coordinator_that_died(launch):
 
 
 def test_fan_out_that_starves_its_own_pool(launch):
-    w = launch("heldout4_pool_fanout.py")
+    w = launch("pool_fanout.py")
     assert all("futex" in wchan(w.pid, t) for t in other_tids(w.pid) + [w.pid])
     report = inspect_json(w.pid, duration=2)
     verdict = report["verdict"]
@@ -40,7 +43,7 @@ def test_fan_out_that_starves_its_own_pool(launch):
 
 @pytest.mark.alone
 def test_trainer_waiting_on_a_local_server_that_spins(launch):
-    w = launch("heldout4_local_server_busy.py")
+    w = launch("local_server_busy.py")
     (server,) = children_of(w.pid)
     with open("/proc/%d/stat" % server) as f:
         assert f.read().rsplit(")", 1)[1].split()[0] == "R"
@@ -51,7 +54,7 @@ def test_trainer_waiting_on_a_local_server_that_spins(launch):
 
 
 def test_blocking_http_call_inside_a_coroutine(launch):
-    w = launch("heldout4_async_blocking_http.py")
+    w = launch("async_blocking_http.py")
     with open("/proc/%d/syscall" % w.pid) as f:
         assert procfs.SYSCALL_TABLE[int(f.read().split()[0])] == "recvfrom"   # the loop thread is in recv
     report = inspect_json(w.pid, duration=2)
@@ -62,7 +65,7 @@ def test_blocking_http_call_inside_a_coroutine(launch):
 
 
 def test_imap_waiting_for_a_shard_whose_worker_exited(launch):
-    w = launch("heldout4_pool_worker_exits.py", settle=0.5)
+    w = launch("pool_worker_exits.py", settle=0.5)
     workers = [int(p) for t in os.listdir("/proc/%d/task" % w.pid)
                for p in open("/proc/%d/task/%s/children" % (w.pid, t)).read().split()]
     assert len(workers) == 3     # the pool has replaced the worker that exited
@@ -75,7 +78,7 @@ def test_imap_waiting_for_a_shard_whose_worker_exited(launch):
 
 
 def test_checkpointer_joining_its_writer_under_the_writers_lock(launch):
-    w = launch("heldout4_join_under_lock.py")
+    w = launch("join_under_lock.py")
     assert all("futex" in wchan(w.pid, t) for t in [w.pid] + other_tids(w.pid))
     report = inspect_json(w.pid, duration=2)
     verdict = report["verdict"]
@@ -86,7 +89,7 @@ def test_checkpointer_joining_its_writer_under_the_writers_lock(launch):
 
 
 def test_two_workers_taking_flocks_in_opposite_orders(launch, tmp_path):
-    w = launch("heldout4_flock_workers_cycle.py", tmp_path, settle=0.3)
+    w = launch("flock_workers_cycle.py", tmp_path, settle=0.3)
     workers = children_of(w.pid)
     with open("/proc/locks") as f:
         waiting = [line for line in f if "->" in line]
@@ -100,7 +103,7 @@ def test_two_workers_taking_flocks_in_opposite_orders(launch, tmp_path):
 
 
 def test_join_after_decoders_swallowed_an_exception_before_task_done(launch):
-    w = launch("heldout4_queue_join_exception_path.py")
+    w = launch("queue_join_exception_path.py")
     assert all("futex" in wchan(w.pid, t) for t in [w.pid] + other_tids(w.pid))
     report = inspect_json(w.pid, duration=2)
     verdict = report["verdict"]

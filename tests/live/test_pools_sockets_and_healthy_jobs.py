@@ -1,6 +1,8 @@
 """Held-out set 3 for issue 13: real workloads the diagnosis was not tuned on.
 
-Each workload (fixtures/workloads/heldout3_*.py) models a real incident; its
+Each workload of the set (fixtures/workloads/: ddp_gloo_healthy, event_never_set,
+future_on_silent_socket, healthy_bursty, rank_compiling, semaphore_leak; heldout3_<name>.py until
+they were named by what they model alone) models a real incident; its
 docstring says the mechanism and the verdict a correct diagnosis must give.
 These tests state that verdict and are not weakened to match the tool.
 Each test first checks by hand (/proc) that the workload really is in the
@@ -56,7 +58,7 @@ def silent_server():
 
 def test_future_waits_on_pool_thread_reading_a_silent_socket(launch, silent_server):
     host, port = silent_server
-    w = launch("heldout3_future_on_silent_socket.py", host, port, settle=1.0)
+    w = launch("future_on_silent_socket.py", host, port, settle=1.0)
     wait_for(lambda: any(re.search(r"(sk_wait|tcp_recv|wait_woken)", wchan(w.pid, t)) for t in other_tids(w.pid)),
              what="pool thread blocked in recv")
     report = inspect_json(w.pid, duration=3)
@@ -75,8 +77,8 @@ def test_future_waits_on_pool_thread_reading_a_silent_socket(launch, silent_serv
 def test_rank_compiling_with_a_cold_cache_holds_up_the_collective(launch, tmp_path):
     port = free_port()
     argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-            "--master_port=%d" % port, "heldout3_rank_compiling.py", str(tmp_path)]
-    w = launch("heldout3_rank_compiling.py", argv=argv, settle=0.5)
+            "--master_port=%d" % port, "rank_compiling.py", str(tmp_path)]
+    w = launch("rank_compiling.py", argv=argv, settle=0.5)
     wait_for(lambda: (tmp_path / "rank1.pid").exists(), what="rank 1 pid")
     ranks = [int((tmp_path / ("rank%d.pid" % r)).read_text()) for r in (0, 1)]
 
@@ -104,7 +106,7 @@ def test_rank_compiling_with_a_cold_cache_holds_up_the_collective(launch, tmp_pa
 # 3. a semaphore slot leaked by a dead thread
 
 def test_semaphore_slot_leaked_by_a_dead_worker_blocks_the_loop(launch):
-    w = launch("heldout3_semaphore_leak.py", settle=1.0)
+    w = launch("semaphore_leak.py", settle=1.0)
     assert os.listdir("/proc/%d/task" % w.pid) == [str(w.pid)], "the stagers should be gone"
     assert "futex" in wchan(w.pid), wchan(w.pid)
     report = inspect_json(w.pid, duration=3)
@@ -119,7 +121,7 @@ def test_semaphore_slot_leaked_by_a_dead_worker_blocks_the_loop(launch):
 
 def test_event_wait_blames_the_watchdog_retrying_a_refused_handshake(launch):
     port = free_port()  # nothing listens: connection refused
-    w = launch("heldout3_event_never_set.py", port, settle=2.5)
+    w = launch("event_never_set.py", port, settle=2.5)
     assert "futex" in wchan(w.pid), wchan(w.pid)
     report = inspect_json(w.pid, duration=3)
     watchdog = thread_named(report, w.pid, "watchdog")["tid"]
@@ -142,7 +144,7 @@ def _no_idle_culprit(report):
 
 
 def test_healthy_loop_of_compute_and_checkpoint_writes_is_making_progress(launch, tmp_path):
-    w = launch("heldout3_healthy_bursty.py", tmp_path, settle=1.0)
+    w = launch("healthy_bursty.py", tmp_path, settle=1.0)
     before = (tmp_path / "step").read_text()
     report = inspect_json(w.pid, duration=3)
     assert (tmp_path / "step").read_text() != before, "the loop did not advance"
@@ -155,8 +157,8 @@ def test_healthy_loop_of_compute_and_checkpoint_writes_is_making_progress(launch
 def test_healthy_ddp_gloo_job_is_making_progress(launch, tmp_path):
     port = free_port()
     argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-            "--master_port=%d" % port, "heldout3_ddp_gloo_healthy.py", str(tmp_path)]
-    w = launch("heldout3_ddp_gloo_healthy.py", argv=argv, settle=1.0)
+            "--master_port=%d" % port, "ddp_gloo_healthy.py", str(tmp_path)]
+    w = launch("ddp_gloo_healthy.py", argv=argv, settle=1.0)
     ranks = [int((tmp_path / ("rank%d.pid" % r)).read_text()) for r in (0, 1)]
     try:
         before = (tmp_path / "step").read_text()

@@ -1,4 +1,6 @@
-"""Second held-out set for issue 13: new real workloads (fixtures/workloads/heldout2_*.py).
+"""Second held-out set for issue 13: new real workloads (fixtures/workloads/: child_waits_stdin,
+cpu_oversubscribed, dataloader_worker_stopped, join_cycle, manager_stopped, rank_slow_storage;
+heldout2_<name>.py until they were named by what they model alone).
 
 Each workload's docstring says the incident modelled, the mechanism and the
 verdict a correct diagnosis must give; these tests state that verdict and
@@ -37,7 +39,7 @@ def stop(pid):
 @torch_only
 def test_stopped_dataloader_worker_is_the_culprit(launch, tmp_path):
     pids_file = tmp_path / "workers"
-    w = launch("heldout2_dataloader_worker_stopped.py", pids_file, settle=0.5)
+    w = launch("dataloader_worker_stopped.py", pids_file, settle=0.5)
     workers = dict(tuple(int(x) for x in line.split()) for line in pids_file.read_text().splitlines())
     stopped = workers[1]
     try:
@@ -88,11 +90,11 @@ def test_rank_reading_from_throttled_storage_is_the_root_cause_through_the_colle
     import _slow_storage
     port = free_port()
     argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-            "--master_port=%d" % port, "heldout2_rank_slow_storage.py", slow_storage_dir]
+            "--master_port=%d" % port, "rank_slow_storage.py", slow_storage_dir]
     cgroup = os.path.join("/sys/fs/cgroup/blkio", _slow_storage.CGROUP_NAME)
     ranks = []
     try:
-        w = launch("heldout2_rank_slow_storage.py", argv=argv, settle=1.0)
+        w = launch("rank_slow_storage.py", argv=argv, settle=1.0)
         ranks = [int(open(os.path.join(slow_storage_dir, "rank%d.pid" % r)).read()) for r in (0, 1)]
         assert str(ranks[1]) in open(os.path.join(cgroup, "cgroup.procs")).read().split()
         wait_for(lambda: state_of(ranks[1]) == "D", what="rank 1 waiting on the disk")
@@ -113,7 +115,7 @@ def test_rank_reading_from_throttled_storage_is_the_root_cause_through_the_colle
 # 3. a child waiting for the parent's pipe, the parent waiting for the child
 
 def test_parent_waits_child_that_reads_a_never_written_stdin(launch):
-    w = launch("heldout2_child_waits_stdin.py", settle=1.0)
+    w = launch("child_waits_stdin.py", settle=1.0)
     (child,) = children_of(w.pid)
     wait_for(lambda: "pipe_read" in open("/proc/%d/wchan" % child).read() or
              "pipe_wait" in open("/proc/%d/wchan" % child).read(), what="child blocked reading its stdin")
@@ -130,7 +132,7 @@ def test_parent_waits_child_that_reads_a_never_written_stdin(launch):
 # 4. two threads joining each other
 
 def test_threads_joining_each_other_is_a_deadlock(launch):
-    w = launch("heldout2_join_cycle.py", settle=1.0)
+    w = launch("join_cycle.py", settle=1.0)
     report = inspect_json(w.pid, duration=3)
     verdict = report["verdict"]
     print(verdict["summary"])
@@ -145,7 +147,7 @@ def test_threads_joining_each_other_is_a_deadlock(launch):
 
 def test_stopped_manager_process_is_the_culprit(launch, tmp_path):
     pid_file = tmp_path / "manager.pid"
-    w = launch("heldout2_manager_stopped.py", pid_file, settle=0.5)
+    w = launch("manager_stopped.py", pid_file, settle=0.5)
     manager = int(pid_file.read_text())
     assert manager in children_of(w.pid)
     try:
@@ -166,7 +168,7 @@ def test_stopped_manager_process_is_the_culprit(launch, tmp_path):
 @torch_only
 def test_training_loop_on_an_oversubscribed_machine_is_named_cpu_contention(launch, tmp_path):
     step_file = tmp_path / "step"
-    w = launch("heldout2_cpu_oversubscribed.py", step_file, settle=0.5)
+    w = launch("cpu_oversubscribed.py", step_file, settle=0.5)
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
                for _ in range(6)]
     try:
@@ -180,7 +182,7 @@ def test_training_loop_on_an_oversubscribed_machine_is_named_cpu_contention(laun
     print(verdict["summary"])
     assert verdict["category"] == "cpu", verdict["summary"]
     assert verdict["pid"] == w.pid, verdict["summary"]
-    words = verdict["summary"].replace("heldout2_cpu_oversubscribed.py", "WORKLOAD")  # its name says the answer
+    words = verdict["summary"].replace("cpu_oversubscribed.py", "WORKLOAD")  # its name says the answer
     words = re.sub(r"'[^']*'", "PATH", words)
     assert re.search(r"(waiting for a CPU|wait(s|ing)? for (a )?CPU|run ?queue|oversubscri|contention|runnable)",
                      words, re.I), verdict["summary"]

@@ -104,7 +104,7 @@ def test_a_pool_that_starves_itself_on_every_python(launch, target_python):
     """A worker of a ThreadPoolExecutor waits for tasks queued to its own pool: its pool is
     read from its frames, which py-spy names differently before 3.11."""
     minor, python = target_python
-    w = launch_with(launch, python, "heldout4_pool_fanout.py")
+    w = launch_with(launch, python, "pool_fanout.py")
     report = inspect_json(w.pid, duration=2)
     verdict = report["verdict"]
     assert verdict["category"] == "locks" and verdict["thread_name"].startswith("shard_"), verdict["summary"]
