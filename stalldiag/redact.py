@@ -70,7 +70,7 @@ def _looks_secret(name):
 #
 # Every pattern is linear in the length of the text: repeats are bounded or cannot
 # overlap, and each match starts at a boundary (a 100 KB argument once made an
-# unbounded pattern backtrack for 276 s; tests/test_redaction.py keeps it fixed).
+# unbounded pattern backtrack for 276 s; tests/unit/test_redaction.py keeps it fixed).
 
 _URL_CREDENTIALS = re.compile(
     r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]{0,31}://)(?P<user>[^/@:\s]{0,256}):(?P<pw>[^/@\s]{0,1024})@")

@@ -1,105 +1,52 @@
-"""Real workloads, launched for each test and killed afterwards.
+"""Fixtures and hooks; what tests share besides them is in helpers.py.
 
-Two layers: a test that starts a process (a workload, stalldiag itself, a browser, Slurm) is
-`live`; the rest (units, and replays of saved captures) are the fast layer, run after every
-change as `pytest -m "not live"`.
+Three layers, one folder each: tests/unit (functions and tables, no process started),
+tests/replay (saved captures of fixtures/captures replayed offline, no process started) and
+tests/live (anything that starts a process: a workload, stalldiag itself, a browser, Slurm).  The
+folder decides: a test under tests/live is marked `live`, and no other is.  The fast layer, run
+after every change, is `pytest -m "not live" tests` (the same tests as `pytest tests/unit
+tests/replay`).
 
 The suite runs two files at a time (`-n 2 --dist loadfile`, pytest-xdist): most live tests
 wait on a workload that is blocked and use no CPU, so two of them side by side cost the wall
 time of one.  A live test whose answer depends on the machine being otherwise quiet (its
-workload computes, it reads host-wide state, it times something) is marked `alone`: it holds
-the test lock exclusively, the others share it, so it never runs beside another live test.
-Tests of one file always run one after the other.
+workload computes, it reads host-wide state, it times something) is marked `alone` where it is
+written (`pytestmark = pytest.mark.alone` for a whole file, `@pytest.mark.alone` for one test):
+it holds the test lock exclusively, the others share it, so it never runs beside another live
+test.  Tests of one file always run one after the other.
 """
 import fcntl
-import inspect
 import json
-import re
 import os
-import queue
-import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "fixtures"
-WORKLOADS = FIXTURES / "workloads"
-CAPTURES = ROOT / "fixtures" / "captures"
+import helpers
+# Tests import what they share from helpers.py; these names stay importable from conftest for
+# tests written before it.
+from helpers import (CAPTURES, FIXTURES, ROOT, WORKLOADS, Workload, _wait_ready, children_of,  # noqa: F401
+                     inspect_json, kill_groups, process_of, run_stalldiag, thread_named, wait_for, wchans)
 
 
-class Workload:
-    def __init__(self, popen):
-        self.popen = popen
-        self.pid = popen.pid
-
-    def thread_ids(self):
-        return sorted(int(t) for t in os.listdir("/proc/%d/task" % self.pid))
-
-
-def _wait_ready(popen, timeout=60):
-    """Read the workload's stdout in a thread (select() cannot see lines already buffered)."""
-    lines = queue.Queue()
-
-    def reader():
-        for line in popen.stdout:
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=reader, daemon=True).start()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=0.2)
-        except queue.Empty:
-            continue
-        if line is None:
-            break
-        if line.startswith("READY"):
-            return
-    raise AssertionError("workload did not become ready (exit code %s)" % popen.poll())
-
-
-# Fixtures that start or need real processes, and calls that do.
-LIVE_FIXTURES = {"launch", "freezer", "cpu_quota", "slow_storage_dir", "silent_server", "driver", "cgroups_removed",
-                 "spawn", "retrying", "hang_guard", "slurm", "submit", "target_python", "fuse_mount"}
-LIVE_CALLS = re.compile(r"\b(run_stalldiag|run_one|inspect_json|subprocess|Popen|launch|multiprocessing|os\.fork|"
-                        r"threading\.Thread|CliRunner|session\.|Session\()")
-
-
-def _is_live(item):
-    if LIVE_FIXTURES & set(getattr(item, "fixturenames", ())):
-        return True
-    try:
-        source = inspect.getsource(item.function)
-    except (OSError, TypeError, AttributeError):
-        return True
-    return bool(LIVE_CALLS.search(source))
-
-
-# Live tests that must not run beside another: whole files (host-wide state: neighbours, cgroups,
-# discovery of jobs, Slurm, tracers, ptrace settings; timing and progress), and tests whose
-# workload computes (a CPU verdict can turn on another test's load: a run delay, a neighbour)
-ALONE_FILES = {"test_resource_limits", "test_unseen_stopped_workers_and_contention", "test_progress",
-               "test_progress_honest", "test_coverage", "test_watch", "test_slurm", "test_discovery_merge",
-               "test_exact_syscalls", "test_kernel_state", "test_readme", "test_hardening", "test_cli_errors",
-               "test_unseen_pools_sockets_and_healthy_jobs", "test_unseen_locks_storage_and_halted_ranks",
-               "test_chains", "test_pipeline_mechanisms", "test_gpu_families", "test_html_report"}
-ALONE_NAMES = re.compile(r"busy|cpu|spin|gil|regex|comput|quota|healthy|paced|progress|contention|neighbour|"
-                         r"throttl|compil|slow_storage|exact")
+TESTS = Path(__file__).resolve().parent
+LIVE = TESTS / "live"
 TEST_LOCK = os.path.join(os.environ.get("TMPDIR", "/tmp"), "stalldiag-tests.lock")
 
 
+def is_live(path):
+    """A test is live when its file is under tests/live, and only then."""
+    return LIVE in Path(path).resolve().parents
+
+
+@pytest.hookimpl(tryfirst=True)   # before -m deselects by marker
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if _is_live(item):
+        if is_live(item.path):
             item.add_marker(pytest.mark.live)
-            if Path(str(item.fspath)).stem in ALONE_FILES or ALONE_NAMES.search(item.name):
-                item.add_marker(pytest.mark.alone)
 
 
 @pytest.fixture(autouse=True)
@@ -135,85 +82,13 @@ def launch():
     kill_groups(started)
 
 
-def kill_groups(popens):
-    """SIGKILL each workload's process group (started with start_new_session) and reap it."""
-    for popen in popens:
-        try:
-            os.killpg(popen.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        popen.wait()
-
-
-def wait_for(predicate, timeout=30, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("timed out waiting for " + what)
-
-
-def children_of(pid):
-    with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-        return [int(c) for c in f.read().split()]
-
-
-def wchans(pid):
-    """The wchan of every thread of pid ('' for a thread that ended)."""
-    out = []
-    for tid in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
-                out.append(f.read())
-        except OSError:
-            out.append("")
-    return out
-
-
-def run_stalldiag(*args, timeout=120):
-    proc = subprocess.run([sys.executable, "-m", "stalldiag"] + [str(a) for a in args],
-                          capture_output=True, text=True, timeout=timeout, cwd=str(ROOT))
-    return proc
-
-
-def inspect_json(pid, *args, duration=2):
-    proc = run_stalldiag("inspect", pid, "--duration", duration, "--json", *args)
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
-    _calibration_record(report)
-    return report
-
-
-# STALLDIAG_CALIBRATION_LOG=FILE: each verdict a live test asked for, with that test's outcome,
-# one JSON line each (tools/calibration.py turns them into right/wrong per confidence level).
-_CALIBRATION = os.environ.get("STALLDIAG_CALIBRATION_LOG")
-_verdicts_of_test = []
-
-
-def _calibration_record(report):
-    if _CALIBRATION:
-        verdict = report.get("verdict") or {}
-        _verdicts_of_test.append({key: verdict.get(key) for key in ("category", "confidence", "summary")}
-                                 | {"progress": (verdict.get("progress") or {}).get("state")})
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     result = outcome.get_result()
-    if not _CALIBRATION or result.when != "call":
+    if not helpers._CALIBRATION or result.when != "call":
         return
-    with open(_CALIBRATION, "a") as f:
-        for verdict in _verdicts_of_test:
+    with open(helpers._CALIBRATION, "a") as f:
+        for verdict in helpers._verdicts_of_test:
             f.write(json.dumps(dict(verdict, test=item.nodeid, passed=result.passed)) + "\n")
-    _verdicts_of_test.clear()
-
-
-def process_of(report, pid):
-    return next(p for p in report["processes"] if p["pid"] == pid)
-
-
-def thread_named(report, pid, name):
-    return next(t for t in process_of(report, pid)["threads"] if t["name"] == name)
+    helpers._verdicts_of_test.clear()

@@ -13,9 +13,11 @@ import collections
 import json
 
 # Test files whose workloads each state the verdict a correct diagnosis gives.
-VERDICT_TESTS = ("test_unseen_", "test_inspect_workloads", "test_stdlib_waits", "test_chains",
-                 "test_target_pythons", "test_retry_loops", "test_event_loops", "test_pipeline_mechanisms",
-                 "test_progress", "test_reproduced")
+VERDICT_TESTS = ("test_dead_coordinators_and_pool_deadlocks", "test_locks_storage_and_halted_ranks",
+                 "test_pools_sockets_and_healthy_jobs", "test_stopped_workers_and_contention",
+                 "test_inspect_workloads", "test_stdlib_waits", "test_chains", "test_target_pythons",
+                 "test_retry_loops", "test_event_loops", "test_pipeline_mechanisms", "test_progress",
+                 "test_reproduced")
 LEVELS = ("high", "medium", "low")
 
 

@@ -2,9 +2,9 @@
 
     python3 tools/record_captures.py [name ...]
 
-The captures replay through the diagnosis in tests/test_captures.py, on any
+The captures replay through the diagnosis in tests/replay/test_captures.py, on any
 machine, and prove that each row of the knowledge tables matches something
-real (tests/test_knowledge_tables.py).  GPU captures come from
+real (tests/replay/test_knowledge_tables.py).  GPU captures come from
 tools/gpu_proof.sh on the GPU machine.
 """
 import os
@@ -51,7 +51,7 @@ CASES = {
                               {"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1", "TORCHINDUCTOR_COMPILE_THREADS": "1"}),
     # issue 33: the object behind a wait, read from memory (its state decides the sentence)
     "objects_barrier_short": (py("barrier_party_missing.py", "threads"), 1.0, 2),
-    "objects_semaphore_leaked": (py("heldout3_semaphore_leak.py"), 1.0, 2),
+    "objects_semaphore_leaked": (py("semaphore_leak.py"), 1.0, 2),
     "objects_queue_full": (py("queue_consumer_died.py"), 1.0, 2),
     "objects_rlock_owner_exited": (py("rlock_owner_exited.py"), 1.0, 2),
     # issue 32: a job reading a pipe only a supervisor outside it can write (it sits in accept())

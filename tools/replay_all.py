@@ -3,7 +3,7 @@
     python3 tools/replay_all.py [--write]
 
 fixtures/verdicts.json holds, for each capture, the category, culprit, confidence and
-progress it replays to; tests/test_replay_verdicts.py holds the captures to it.  A change that
+progress it replays to; tests/replay/test_replay_verdicts.py holds the captures to it.  A change that
 moves one rewrites the file with --write, and its commit says why the new verdict is right.
 """
 import glob

@@ -1,6 +1,7 @@
-"""Run stalldiag on each reproduced hang of fixtures/repro/*_manifest.json and score the verdict.
+"""Run stalldiag on each reproduced hang of fixtures/repro/manifest.json and score the verdict.
 
-    python3 tools/run_repros.py [--duration S] [--out DIR] [--python VERSION] [--manifest FILE] [id ...]
+    python3 tools/run_repros.py [--duration S] [--out DIR] [--python VERSION] [--round R]
+                                [--manifest FILE] [id ...]
 
 Each reproduction (written by someone who saw neither stalldiag's code nor a
 list of its mechanisms, from a public issue thread it cites) is started from
@@ -8,9 +9,11 @@ the checkout's root, left to settle for its settle_s, inspected with
 --children, then killed with its process group.  A row is right when the
 category is the manifest's truth.blocked_on, and "no progress" is said of a
 run whose truth is progress "none".  Reports are kept in --out for reading.
+
+A row's id names what it reproduces; its "round" (ra, rb, ... rl) says which set of blind
+helpers wrote it (docs/validation.md tells the rounds): --round rk runs that set's rows.
 """
 import argparse
-import glob
 import json
 import os
 import signal
@@ -24,15 +27,14 @@ from stalldiag.targets import descendants  # noqa: E402
 
 
 def manifests(paths=None):
-    """Every row of every manifest; a row the product defines otherwise (fixtures/repro/
-    adjudicated.json, with why) carries its adjudicated category in truth and the manifest's in
-    truth["manifest_said"]."""
+    """Every row of the manifest, round by round (or of the manifests `paths`: a blind round not
+    yet committed, whose files are named relative to it); a row the product defines otherwise
+    (fixtures/repro/adjudicated.json, with why) carries its adjudicated category in truth and the
+    manifest's in truth["manifest_said"]."""
     rows = []
-    for path in paths or sorted(glob.glob(os.path.join(ROOT, "fixtures", "repro", "*_manifest.json"))):
+    for path in paths or [os.path.join(ROOT, "fixtures", "repro", "manifest.json")]:
         with open(path) as f:
             for row in json.load(f):
-                # a manifest outside the checkout (a blind round before it is committed) names
-                # its files relative to itself
                 if paths and not os.path.exists(os.path.join(ROOT, row["file"])):
                     row["file"] = os.path.join(os.path.dirname(os.path.abspath(path)), row["file"])
                 rows.append(row)
@@ -115,11 +117,13 @@ def main():
     parser.add_argument("--duration", type=float, default=5)
     parser.add_argument("--out", default="/tmp/stalldiag-repro")
     parser.add_argument("--python", default=None, help="run every reproduction under this pyenv version")
+    parser.add_argument("--round", action="append", default=[], help="only the rows of this round (ra ... rl)")
     parser.add_argument("--manifest", action="append", help="run this manifest's rows (default: the checkout's)")
     parser.add_argument("ids", nargs="*")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    rows = [r for r in manifests(args.manifest) if not args.ids or r["id"] in args.ids]
+    rows = [r for r in manifests(args.manifest) if (not args.ids or r["id"] in args.ids)
+            and (not args.round or r.get("round") in args.round)]
     results = []
     for row in rows:
         result = run_one(row, args.duration, args.out, args.python)

@@ -11,7 +11,7 @@ Every reader returns None (or leaves a key out) when a file cannot be read;
 permission denials go to ``on_error(what, exc)`` like the other /proc reads.
 
 What each state looks like from /proc (measured on kernel 6.18, cgroup v1 +
-v2 hybrid host, tests/test_kernel_state.py; "syscall" is .../syscall):
+v2 hybrid host, tests/live/test_kernel_state.py; "syscall" is .../syscall):
 - page fault on an mmap'd file on throttled storage: state D, syscall
   "-1 SP PC" (not in a syscall: the sampler records "nosyscall"), wchan
   "folio_wait_bit_common"; majflt rises one per fault (with MADV_RANDOM; with

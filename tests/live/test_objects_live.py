@@ -3,15 +3,14 @@ a barrier short of parties, a semaphore whose permits leaked, a bounded queue no
 RLock whose owner exited.  The verdict says the object's state, not the possible stories."""
 import pytest
 
-from conftest import WORKLOADS, inspect_json
-from test_target_pythons import VERSIONS, interpreter
+from helpers import VERSIONS, WORKLOADS, inspect_json, interpreter
 
 pytestmark = pytest.mark.live
 
 # workload, its arguments, words the summary must hold
 CASES = {
     "barrier": ("barrier_party_missing.py", ["threads"], ["Barrier", "expects 4 parties and 3 arrived"]),
-    "semaphore": ("heldout3_semaphore_leak.py", [], ["Semaphore", "its value is 0 of 2"]),
+    "semaphore": ("semaphore_leak.py", [], ["Semaphore", "its value is 0 of 2"]),
     "queue": ("queue_consumer_died.py", [], ["Queue", "it is full (4 of maxsize 4)"]),
     "rlock": ("rlock_owner_exited.py", [], ["self._model_lock, an RLock", "is no longer alive"]),
 }

@@ -27,8 +27,6 @@ from stalldiag.pyobjects.facts import (AddressFact, AsyncEventFact, AsyncFutureF
 from stalldiag.pyobjects.layouts import layout_for
 from stalldiag.pyobjects.reader import ObjectReader, TypeCache
 
-pytestmark = pytest.mark.live
-
 VERSIONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
 SEM_VALUE_MAX = 2147483647
 

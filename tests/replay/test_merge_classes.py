@@ -35,7 +35,7 @@ def _bench():
 bench = _bench()
 
 # the saved captures of jobs whose ranks carry a rank variable (RANK, SLURM_PROCID, ...)
-JOBS = ["gloo_hang", "slurm_srun_ranks", "nccl_hang", "ddp_gloo_healthy_caught_asleep", "repro_re_ddp_uneven_inputs",
+JOBS = ["gloo_hang", "slurm_srun_ranks", "nccl_hang", "ddp_gloo_healthy_caught_asleep", "repro_ddp_uneven_inputs",
         "gpu_ddp_stopped_rank", "gpu_allgather_stopped", "gpu_straggler", "gpu_straggler_uneven_batches",
         "mpirun_launcher"]
 HOSTS = 4
@@ -158,3 +158,11 @@ def test_a_512_rank_merge_finds_the_stuck_rank_and_prints_a_few_lines(tmp_path, 
     every = capsys.readouterr().out.splitlines()
     assert every[:len(lines) - 2] == lines[:-2] and every[len(lines) - 2:len(lines)] == ["", "Ranks"]
     assert len(every) == len(lines) + 512 and every[-1].startswith("  rank 511 ")
+
+
+def test_a_forked_ranks_inherited_parent_frames_are_not_its_stack():
+    rows = diagnose(load_report(str(CAPTURES / "repro_ddp_uneven_batches.json")))["ranks"]["rows"]
+    for r in rows:     # mp.spawn's fork: Popen._launch and the parent's main() are the parent's
+        functions = [f[0] for f in r["stack"]]
+        assert "Popen._launch" not in functions and "start_processes" not in functions, functions
+        assert r["stack_depth"] == len(r["stack"]) <= 16 and functions[-1] == "BaseProcess._bootstrap"

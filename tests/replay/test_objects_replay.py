@@ -2,7 +2,7 @@
 the object was in decides the sentence and how sure it is."""
 import pytest
 
-from conftest import CAPTURES
+from helpers import CAPTURES
 from stalldiag.capture import load_report
 from stalldiag.report import build_report
 

@@ -71,8 +71,8 @@ def test_every_blocking_function_is_in_the_table(minor):
     assert report.enumerated > (100 if minor == "torch" else 300)   # the rule still finds what it should
 
 
-# Functions whose wait is beyond doubt (module level: tests/conftest.py reads a test's own source
-# for words such as multiprocessing and subprocess to tell a live test)
+# Functions whose wait is beyond doubt (named in strings: tests/unit/test_layers.py reads a unit
+# test's code, strings left out, for names such as multiprocessing and subprocess)
 WELL_KNOWN = [("threading", "Condition.wait"), ("queue", "Queue.get"), ("selectors", "EpollSelector.select"),
               ("multiprocessing.connection", "Connection._recv"), ("multiprocessing.queues", "Queue._feed"),
               ("subprocess", "Popen._try_wait"), ("socket", "create_connection"),
@@ -280,26 +280,3 @@ def test_background_threads():
     assert blocking.blocking_frame(POOL_WORKER_STACK)[1].kind == "ipc"
     assert blocking.background_thread([("Condition.wait", _lib(9, "threading.py"), 302)]) is None
     assert blocking.background_thread(FEEDER_STACK).key == (MP + ".queues", "Queue._feed")
-
-
-def test_the_saved_captures_read_without_error():
-    """Every stack of every saved capture goes through both lookups; the waits they name are rows of
-    the kinds the recorded workloads stalled in."""
-    import json
-    captures = sorted((ROOT / "fixtures" / "captures").glob("*.json"))
-    if not captures:
-        pytest.skip("no saved captures")
-    seen = set()
-    for path in captures:
-        capture = json.loads(path.read_text())["capture"]
-        frame_table = capture["frames"]
-        for stack in capture["stacks"]:
-            frames_ = [frame_table[i] for i in stack]
-            hit = blocking.blocking_frame(frames_)
-            blocking.background_thread(frames_)
-            if hit:
-                seen.add((blocking.module_of(frames_[hit[0]][1])[1],) + hit[1].key)
-    for key in [(11, "selectors", "EpollSelector.select"), (11, "threading", "Condition.wait"),
-                (8, "threading", "Condition.wait"),              # from the bare name `wait` on 3.8
-                (13, "selectors", "_PollLikeSelector.select")]:
-        assert key in seen, key

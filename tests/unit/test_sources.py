@@ -33,8 +33,8 @@ def test_a_sleep_in_the_handler_of_its_loop_is_guarded():
 
 
 def test_an_except_of_an_inner_loop_does_not_guard_a_call_after_that_loop():
-    """ri_affinity_env_pins_workers: `except OSError` around sched_getaffinity in an inner loop
-    made its main thread's measuring sleep a retry loop."""
+    """affinity_env_pins_workers (fixtures/repro): `except OSError` around sched_getaffinity in an
+    inner loop made its main thread's measuring sleep a retry loop."""
     assert handlers_at(INNER, 9) == []
 
 

@@ -8,7 +8,6 @@ larger one (STAT's prefix tree), and rank and host lists written short.
 - Rows without a stack (a report written before rows had one) fall back to state and where.
 - rank_ranges / host_ranges write thousands of ranks or hosts in a few characters.
 """
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -18,7 +17,6 @@ from stalldiag.merge import consensus_text, incident_of_hosts
 from stalldiag.render.consensus import classes_of, divergence, host_ranges, hosts_text, rank_ranges, shown_classes
 from stalldiag.render.model import IncidentHost
 
-CAPTURES = Path(__file__).resolve().parents[2] / "fixtures" / "captures"
 LIB = "/usr/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"
 TRAIN = [["train", "/home/u/job/train.py", 80], ["main", "/home/u/job/train.py", 120],
          ["<module>", "/home/u/job/train.py", 130]]
@@ -60,16 +58,6 @@ def test_a_row_without_a_stack_falls_back_to_state_and_where():
     assert class_key(row(1, stack=[])) == class_key(old)
     assert [len(m) for _s, m in group([old, row(1, stack=None), row(2, state="sleep", where="prep", stack=None)])] \
         == [2, 1]
-
-
-def test_a_forked_ranks_inherited_parent_frames_are_not_its_stack():
-    from stalldiag.capture import load_report
-    from stalldiag.diagnosis import diagnose
-    rows = diagnose(load_report(str(CAPTURES / "repro_rc_ddp_uneven_batches.json")))["ranks"]["rows"]
-    for r in rows:     # mp.spawn's fork: Popen._launch and the parent's main() are the parent's
-        functions = [f[0] for f in r["stack"]]
-        assert "Popen._launch" not in functions and "start_processes" not in functions, functions
-        assert r["stack_depth"] == len(r["stack"]) <= 16 and functions[-1] == "BaseProcess._bootstrap"
 
 
 # --- classes and outliers ----------------------------------------------------------------------

@@ -5,6 +5,6 @@ table.py   one row per mechanism: its detector, its sentence, what it decides, w
            in the one precedence order every later step reads
 
 Detectors import `M` from here to say what they found; nothing outside this package writes a
-mechanism's name as a string (tests/unit/test_registry.py holds the code to it).
+mechanism's name as a string (tests/replay/test_registry.py holds the code to it).
 """
 from .names import M  # noqa: F401
