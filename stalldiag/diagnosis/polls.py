@@ -165,7 +165,9 @@ def _orphaned(orphan):
         return ""
     why = nobody_left(orphan["co_waiters"], orphan["stuck_too"], orphan["alone"], orphan["native"],
                       orphan.get("timers", ()))
-    return "; no thread is left to end the wait: %s" % why if why else ""
+    stuck = orphan.get("stuck")
+    said = "; it waits on %s: %s" % (stuck.held.type.rsplit(".", 1)[-1], stuck.says) if stuck is not None else ""
+    return "%s; no live thread is left to end the wait: %s" % (said, why) if why else said
 
 
 def flag_orphaned_text(g, waiter, code, frame, server, leftover):

@@ -28,7 +28,7 @@ def test_workers_waiting_for_a_coordinator_that_died(launch):
     verdict = report["verdict"]
     assert verdict["category"] == "locks", verdict["summary"]
     assert verdict["thread_name"].startswith("worker-"), verdict["summary"]
-    assert "no thread is left to end the wait" in verdict["summary"] and "start.wait()" in verdict["summary"]
+    assert "no live thread is left" in verdict["summary"] and "start.wait()" in verdict["summary"]
     assert verdict["progress"]["state"] == "no progress seen"
 
 

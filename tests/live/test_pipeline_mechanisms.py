@@ -101,7 +101,7 @@ def test_a_queue_whose_consumer_died_is_orphaned_whatever_a_watchdog_sleeps(laun
     report = inspect_json(w.pid, duration=2)
     verdict = report["verdict"]
     assert verdict["category"] == "locks" and verdict["tid"] == w.pid, verdict["summary"]
-    assert "no thread is left to end the wait" in verdict["summary"] and "'job-watchdog'" in verdict["summary"]
+    assert "no live thread is left" in verdict["summary"] and "'job-watchdog'" in verdict["summary"]
     assert verdict["progress"]["state"] == "no progress seen"
 
 

@@ -129,7 +129,7 @@ def test_a_missing_barrier_party_and_an_orphaned_put_on_every_python(launch, tar
     assert verdict["category"] == "collective" and "a party is missing" in verdict["summary"], verdict["summary"]
     q = launch_with(launch, python, "queue_consumer_died.py", settle=0.5)
     verdict = inspect_json(q.pid, duration=2)["verdict"]
-    assert verdict["category"] == "locks" and "no thread is left to end the wait" in verdict["summary"], \
+    assert verdict["category"] == "locks" and "no live thread is left" in verdict["summary"], \
         verdict["summary"]
 
 
