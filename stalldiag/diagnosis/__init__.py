@@ -139,13 +139,27 @@ def _chain(g, walk):
         activity, _share = v.main_activity()
         steps.append({"pid": v.pid, "tid": v.tid, "name": v.name, "kind": v.kind, "role": g.roles.get(v.pid),
                       "text": _step_text(g, walk, v), "edge": str(edge.kind) if edge is not None else None,
-                      "activity": activity, "waits_on": detail_text(v.top_detail())})
+                      "activity": activity, "waits_on": detail_text(v.top_detail()),
+                      "edge_object": _edge_object(edge)})
     end, resource = walk.end, _resource_text(g, walk)[len(" → "):] or None
     if end is not None or resource:
         back = next((i for i, v in enumerate(walk.chain) if walk.cycle and v is walk.cycle[0]), None)
         steps[-1]["end"] = {"edge": str(end.kind) if end is not None else None, "cycle_to": back,
-                            "resource": resource}
+                            "resource": resource, "edge_object": _edge_object(end)}
     return steps
+
+
+# the fact of an edge that names what its waiter waits on, by the edge's kind
+_EDGE_OBJECT = {"lock-holder": "wants", "peer": "via", "child": "via", "file-holder": "path", "compiler": "tool"}
+
+
+def _edge_object(edge):
+    """What an edge's waiter waits on as the edge's facts name it (a lock's name: "self.lock",
+    "pipe", "tcp", a lock file's path, a compiler), or None."""
+    if edge is None:
+        return None
+    value = edge.facts.get(_EDGE_OBJECT.get(str(edge.kind), ""))
+    return value if isinstance(value, str) and value else None
 
 
 def _resource_text(g, walk):

@@ -119,9 +119,12 @@ class ChainStep(OpenRecord):
     edge: Optional[str] = None            # the kind of the edge that led here (None for the first)
     activity: Optional[str] = None        # what it did most ("futex", "wait4", "on CPU")
     waits_on: Optional[str] = None        # what that waits on ("futex word 0x...", "child pid 12")
+    edge_object: Optional[str] = None     # what the edge that led here waits on, as its facts name
+                                          # it: a lock ("self.lock"), "pipe", "tcp", a path; or None
     # the last step only: how the walk ended: {"edge": the kind of the edge that closed a cycle or
     # ended the walk (None: none), "cycle_to": the index of the step a cycle led back to (None: no
-    # cycle), "resource": what the chain ends on ("storage at 1.4 MB/s"; None: no resource)}
+    # cycle), "resource": what the chain ends on ("storage at 1.4 MB/s"; None: no resource),
+    # "edge_object": as edge_object, of that edge}
     end: Optional[Dict[str, Any]] = None
     extra: Dict[str, Any] = _extra()
     keys: Tuple[str, ...] = _keys()
