@@ -321,6 +321,7 @@ def layout(report):
     label_w = ARROW_DX + 9 + MAX_LABEL * 6.3 + 8     # an arrow's label reaches past a chain node
     box_w = PAD + max(NODE_W + (48 + other_cols * (OTHER_W + 10) - 10 if other_cols else 0), label_w) + PAD
     boxes = []
+    sources = {a.src for a in arrows}
     y = TOP
     for pid in box_order:
         proc = procs.get(pid)
@@ -330,6 +331,8 @@ def layout(report):
             node.x, node.y = left + PAD, y + HEADER + j * (NODE_H + GAP)
             node.w, node.h = NODE_W, NODE_H
         chain_h = len(col) * (NODE_H + GAP)
+        if col and col[-1] not in sources:     # no arrow (nor its label) below the last node
+            chain_h -= GAP - OTHER_GAP
         ox = left + PAD + (NODE_W + 48 if col else 0)
         for j, thread in enumerate(others[pid]):
             key = (pid, thread.tid)
