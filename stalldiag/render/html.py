@@ -1,4 +1,5 @@
-"""One self-contained HTML page: verdict and tables in plain HTML, charts drawn by inline JS.
+"""One self-contained HTML page: verdict and tables in plain HTML, the wait-for chain as an inline
+SVG laid out in Python (chain_picture.py), charts drawn by inline JS.
 
 No network: no CDN, fonts or external scripts.  The data the charts need is
 embedded as JSON in a <script type="application/json"> tag, with <, > and &
