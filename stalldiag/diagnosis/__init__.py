@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional
 from .category import decide_category
 from .confidence import Confidence, assess as assess_confidence
 from .detectors import run as run_rows
-from .explain import describe_thread, detail_text, frame_text, process_text  # noqa: F401
+from .explain import describe_thread, detail_text, edge_words, frame_text, process_text  # noqa: F401
 from .graph import WaitGraph
 from .blockers import progress_of
 from .progress import Progress
@@ -129,37 +129,26 @@ def _step_text(g, walk, view):
     return "%s %d/%d '%s' (%s)" % (role, view.pid, view.tid, view.name, inner)
 
 
-def _chain(g, walk):
-    """The chain's steps as the report writes them: each with what it waits on, in words
-    (`activity`, `waits_on`), for the HTML picture's arrows; the last with how the walk ended
-    (`end`): the edge that closed a cycle and the step it led back to, a terminal edge, or the
-    resource the chain ends on."""
+def _chain(g, walk, ranks=0):
+    """The chain's steps as the report writes them: each with what it waits on (`activity`,
+    `waits_on`) and, from the edge that led to it, what the step before waits for in words
+    (`waits_for`), for the HTML picture's arrows; the last with how the walk ended (`end`): the
+    edge that closed a cycle and the step it led back to, a terminal edge, or the resource the
+    chain ends on."""
     steps = []
     for v, edge in zip(walk.chain, walk.into):
         activity, _share = v.main_activity()
         steps.append({"pid": v.pid, "tid": v.tid, "name": v.name, "kind": v.kind, "role": g.roles.get(v.pid),
                       "text": _step_text(g, walk, v), "edge": str(edge.kind) if edge is not None else None,
                       "activity": activity, "waits_on": detail_text(v.top_detail()),
-                      "edge_object": _edge_object(edge)})
+                      "waits_for": edge_words(edge, ranks)})
     end, resource = walk.end, _resource_text(g, walk)[len(" → "):] or None
     if end is not None or resource:
         back = next((i for i, v in enumerate(walk.chain) if walk.cycle and v is walk.cycle[0]), None)
         steps[-1]["end"] = {"edge": str(end.kind) if end is not None else None, "cycle_to": back,
-                            "resource": resource, "edge_object": _edge_object(end)}
+                            "resource": resource,
+                            "waits_for": edge_words(end, ranks) if end is not None else "storage" if resource else None}
     return steps
-
-
-# the fact of an edge that names what its waiter waits on, by the edge's kind
-_EDGE_OBJECT = {"lock-holder": "wants", "peer": "via", "child": "via", "file-holder": "path", "compiler": "tool"}
-
-
-def _edge_object(edge):
-    """What an edge's waiter waits on as the edge's facts name it (a lock's name: "self.lock",
-    "pipe", "tcp", a lock file's path, a compiler), or None."""
-    if edge is None:
-        return None
-    value = edge.facts.get(_EDGE_OBJECT.get(str(edge.kind), ""))
-    return value if isinstance(value, str) and value else None
 
 
 def _resource_text(g, walk):
@@ -236,5 +225,5 @@ def _result(result):
         out,
         verdict=_verdict(result),
         findings=[table.as_report(g, item) for item in result.findings],
-        chain=_chain(g, walk),
+        chain=_chain(g, walk, len(out["ranks"]["rows"]) if out["ranks"] else 0),
         chain_text=" → ".join(_step_text(g, walk, v) for v in walk.chain) + _resource_text(g, walk))

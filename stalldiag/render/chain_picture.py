@@ -45,38 +45,6 @@ BAND_COLORS = {"running": "#2ca02c", "lock": "#d62728", "io": "#ff7f0e", "networ
                "sleep": "#9a9a9a", "child": "#9467bd", "other": "#b8b0a0"}
 CULPRIT_COLOR, CYCLE_COLOR, ARROW_COLOR = "#b00000", "#d62728", "#444444"
 
-# what the waiter of an edge of the kind waits for, in words ("it": the thread the arrow points at;
-# architecture.md, "Edge kinds"); {} is the edge's object (a lock's name, "pipe", a path)
-EDGE_WORDS = {
-    "lock-holder": ("a lock it holds", "{}, which it holds"), "gil": ("the GIL it holds", None),
-    "file-lock": ("a file lock it holds", None), "file-holder": ("a lock or marker file it holds", "lock file {}"),
-    "file-server": ("the FUSE server of the mount", None), "join": ("it to finish (join)", None),
-    "child": ("its child", "its child (through a {})"), "peer": ("the other end of a pipe/socket", "the other end of a {}"),
-    "workers": ("its DataLoader workers", None), "rank": ("it, in a collective", None),
-    "straggler": ("it, a straggler, in a collective", None), "sibling": ("it (a guess: a busier sibling)", None),
-    "lock-waiter": ("a lock (a guess)", None), "compiler": ("a compiler", "compiler {}"),
-}
-OBJECT_WORDS = {"tcp": "TCP connection", "pipe": "pipe"}
-
-
-def edge_words(edge, obj=None):
-    """'waits for lock lock_b that it holds': what an edge's waiter waits for, in words."""
-    plain, named = EDGE_WORDS.get(edge, (None, None))
-    if plain is None:
-        return "waits (%s)" % clean(edge) if edge else "waits"
-    if obj and named:
-        return "waits for " + named.format(OBJECT_WORDS.get(obj, clean(obj)))
-    return "waits for " + plain
-
-
-# how a walk ended on a terminal edge, in words
-END_WORDS = {
-    "held-at-fork": "a lock held at fork: nobody will release it",
-    "lost-task": "a pool task that was lost", "lost-batch": "a DataLoader batch that was lost",
-    "orphaned-wait": "nobody left to end the wait", "peer-not-serving": "a peer that holds the socket, serves nothing",
-    "waker-exited": "its only waker exited", "pool-empty": "a pool with no workers",
-    "compiler": "a compiler it drives",
-}
 IDLE_KINDS = {"sleep", "poll", "other", "unknown", "condition", "event", "exited"}
 
 
@@ -198,6 +166,14 @@ def _wait_text(step):
     return activity or what
 
 
+def _words(words, edge):
+    """What an arrow's waiter waits for, as the diagnosis said it ("waits for lock_b, which it
+    holds"); a report without the words names the edge's kind."""
+    if words:
+        return clean(words)
+    return "waits for it (%s)" % clean(edge) if edge else "waits for it"
+
+
 def _thread_name(tid, name):
     return "tid %s '%s'" % (tid, clean(name) if name is not None else "?")
 
@@ -276,10 +252,7 @@ def layout(report):
     last_key = step_key[len(chain) - 1]
     end_words = None
     if end and cycle_to is None and (end.get("edge") or end.get("resource")):
-        if end.get("resource"):
-            end_words = clean(end["resource"])
-        else:
-            end_words = END_WORDS.get(end["edge"], "the walk ends here (%s)" % clean(end["edge"]))
+        end_words = clean(end.get("resource") or _words(end.get("waits_for"), end.get("edge"))[len("waits for "):])
         node = Node(("end",), "end", [clean(end_words, MAX_NODE_TEXT),
                                       clean("end of the walk" + (" (%s)" % end["edge"] if end.get("edge") else ""),
                                             MAX_NODE_TEXT)],
@@ -387,17 +360,15 @@ def _arrows(report, chain, indexes, step_key, by_key, cycle_to, end_words, left_
     last one's cycle-closing edge or its end."""
     arrows = []
     drawn = [i for i in indexes if i is not None]
-    ranks = len(report.ranks.rows) if report.ranks is not None and report.ranks.rows else 0
 
-    def label_of(waiter, edge, obj=None):
+    def label_of(waiter, edge, words):
         wait = _wait_text(waiter)
-        words = edge_words(edge, obj)
-        if edge in ("rank", "straggler") and ranks > 2:
-            words += " of %d ranks" % ranks
+        words = _words(words, edge)
         lines = [clean(words, MAX_LABEL)]
         if wait:
             lines.append(clean(wait, MAX_LABEL))
-        tip = "pid %s tid %s %s%s" % (waiter.pid, waiter.tid, words, "\nin the kernel: " + clean(wait) if wait else "")
+        tip = "pid %s tid %s %s%s" % (waiter.pid, waiter.tid, clean(words),
+                                      "\nin the kernel: " + clean(wait) if wait else "")
         if edge:
             tip += "\nedge kind: %s" % clean(edge)
         return lines, tip
@@ -406,7 +377,7 @@ def _arrows(report, chain, indexes, step_key, by_key, cycle_to, end_words, left_
     for pos, index in enumerate(indexes):
         if index is None:
             waiter = chain[previous]
-            lines, tip = label_of(waiter, None)
+            lines, tip = label_of(waiter, None, None)
             arrows.append(Arrow(step_key[previous], ("gap",), None, lines, tip))
             nxt = indexes[pos + 1]
             arrows.append(Arrow(("gap",), step_key[nxt], chain[nxt].edge,
@@ -414,14 +385,14 @@ def _arrows(report, chain, indexes, step_key, by_key, cycle_to, end_words, left_
             previous = None
             continue
         if previous is not None:
-            lines, tip = label_of(chain[previous], chain[index].edge, chain[index].edge_object)
+            lines, tip = label_of(chain[previous], chain[index].edge, chain[index].waits_for)
             arrows.append(Arrow(step_key[previous], step_key[index], chain[index].edge, lines, tip))
         previous = index
     last = len(chain) - 1
     end = chain[-1].end if isinstance(chain[-1].end, dict) else {}
     if cycle_to is not None:
         target = step_key.get(cycle_to, ("gap",) if ("gap",) in by_key else step_key[drawn[0]])
-        lines, tip = label_of(chain[last], end.get("edge"), end.get("edge_object"))
+        lines, tip = label_of(chain[last], end.get("edge"), end.get("waits_for"))
         lines[0] = clean("cycle: " + lines[0], MAX_LABEL)
         arrows.append(Arrow(step_key[last], target, end.get("edge"), lines, tip + "\nthis edge closes the cycle",
                             cycle=True, on_cycle=True))
@@ -433,9 +404,9 @@ def _arrows(report, chain, indexes, step_key, by_key, cycle_to, end_words, left_
             if a.src in loop_keys and a.dst in loop_keys:
                 a.on_cycle = True
     elif end_words is not None:
-        lines, tip = label_of(chain[last], end.get("edge"))
-        lines[0] = clean("waits for " + end_words if not end.get("edge") else
-                         "waits: the walk ends (%s)" % end["edge"], MAX_LABEL)
+        lines, tip = label_of(chain[last], end.get("edge"), end.get("waits_for"))
+        if end.get("resource"):
+            lines[0] = clean("waits for " + end_words, MAX_LABEL)
         arrows.append(Arrow(step_key[last], ("end",), end.get("edge"), lines, tip))
     return arrows
 

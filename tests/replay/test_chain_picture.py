@@ -71,7 +71,7 @@ def test_deadlock_is_one_process_two_threads_and_a_closed_cycle():
     assert all(a.on_cycle for a in pic.arrows) and all(n.on_cycle for n in chain_nodes(pic))
     # each arrow says what it waits on: the lock by name, the futex word
     first, closing = pic.arrows
-    assert first.edge == "lock-holder" and "lock_b" in first.label[0] and "futex word 0x55907273cda0" in first.label[1]
+    assert first.edge == "lock-holder" and "lock 'lock_b'" in first.label[0] and "futex word 0x55907273cda0" in first.label[1]
     assert closing.cycle and "cycle" in closing.label[0] and "lock_a" in closing.label[0]
     # the culprit, in colour and in words
     culprit = pic.culprit
@@ -210,7 +210,7 @@ def test_a_report_without_a_chain_has_no_picture():
 def test_steps_of_an_older_report_are_labelled_from_their_text():
     report = report_of("wait_child")
     for step in report.chain:
-        step.activity = step.waits_on = step.edge_object = None
+        step.activity = step.waits_on = step.waits_for = None
         step.end = None
     pic = chain_picture.layout(report)
     assert "wait4 on child pid 19519" in pic.arrows[0].label[1]
@@ -227,8 +227,10 @@ def test_a_long_chain_over_many_ranks_stays_bounded():
         threads = [dataclasses.replace(copy.copy(base.threads[0]), tid=pid + k, name="t%d" % k) for k in range(50)]
         procs.append(dataclasses.replace(base, pid=pid, role="rank %d" % i, threads=threads))
         chain.append(ChainStep(pid=pid, tid=pid, name="MainThread", kind="collective", role="rank %d" % i,
-                               edge=None if i == 0 else "rank", activity="futex", waits_on="futex word 0x%x" % i))
-    chain[-1].end = {"edge": "rank", "cycle_to": 20, "resource": None}
+                               edge=None if i == 0 else "rank", activity="futex", waits_on="futex word 0x%x" % i,
+                               waits_for=None if i == 0 else "waits for it, in a collective of 64 ranks"))
+    chain[-1].end = {"edge": "rank", "cycle_to": 20, "resource": None,
+                     "waits_for": "waits for it, in a collective of 64 ranks"}
     big = dataclasses.replace(report, chain=chain, processes=procs)
     big.verdict.pid, big.verdict.tid = 50063, 50063
     pic = chain_picture.layout(big)
@@ -246,7 +248,7 @@ def test_a_long_chain_over_many_ranks_stays_bounded():
     parse(markup)
     assert len(markup) < 200_000
     # every ranks' arrow says it is a collective over the ranks
-    assert all("collective" in a.label[0] for a in pic.arrows if a.edge == "rank" and a.src != ("gap",))
+    assert all("collective of 64 ranks" in a.label[0] for a in pic.arrows if a.edge == "rank" and a.src != ("gap",))
 
 
 @pytest.mark.parametrize("name", ["deadlock", "fork_under_mp_lock", "wait_child", "child_shell_slow_reader",
