@@ -527,7 +527,8 @@ def section(report):
         return ""
     notes = []
     if picture.cycle:
-        notes.append("The chain closes a cycle: every thread on it waits on the next.")
+        notes.append("The chain closes a cycle (drawn in red): each thread of the cycle waits on the next, so none "
+                     "of them can move.")
     if picture.left_out:
         notes.append("%d steps of the middle of the chain are left out." % picture.left_out)
     return ('<section id="chain-picture"><h2>Wait-for chain</h2><p class="help">%s</p>%s'
