@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional
 from .category import decide_category
 from .confidence import Confidence, assess as assess_confidence
 from .detectors import run as run_rows
-from .explain import describe_thread, detail_text, frame_text, process_text  # noqa: F401
+from .explain import describe_thread, detail_text, edge_words, frame_text, process_text  # noqa: F401
 from .graph import WaitGraph
 from .blockers import progress_of
 from .progress import Progress
@@ -129,6 +129,28 @@ def _step_text(g, walk, view):
     return "%s %d/%d '%s' (%s)" % (role, view.pid, view.tid, view.name, inner)
 
 
+def _chain(g, walk, ranks=0):
+    """The chain's steps as the report writes them: each with what it waits on (`activity`,
+    `waits_on`) and, from the edge that led to it, what the step before waits for in words
+    (`waits_for`), for the HTML picture's arrows; the last with how the walk ended (`end`): the
+    edge that closed a cycle and the step it led back to, a terminal edge, or the resource the
+    chain ends on."""
+    steps = []
+    for v, edge in zip(walk.chain, walk.into):
+        activity, _share = v.main_activity()
+        steps.append({"pid": v.pid, "tid": v.tid, "name": v.name, "kind": v.kind, "role": g.roles.get(v.pid),
+                      "text": _step_text(g, walk, v), "edge": str(edge.kind) if edge is not None else None,
+                      "activity": activity, "waits_on": detail_text(v.top_detail()),
+                      "waits_for": edge_words(edge, ranks)})
+    end, resource = walk.end, _resource_text(g, walk)[len(" → "):] or None
+    if end is not None or resource:
+        back = next((i for i, v in enumerate(walk.chain) if walk.cycle and v is walk.cycle[0]), None)
+        steps[-1]["end"] = {"edge": str(end.kind) if end is not None else None, "cycle_to": back,
+                            "resource": resource,
+                            "waits_for": edge_words(end, ranks) if end is not None else "storage" if resource else None}
+    return steps
+
+
 def _resource_text(g, walk):
     """The resource at the end of a chain, when it is one: storage throughput."""
     if walk.chain[-1].kind != "io":
@@ -203,7 +225,5 @@ def _result(result):
         out,
         verdict=_verdict(result),
         findings=[table.as_report(g, item) for item in result.findings],
-        chain=[{"pid": v.pid, "tid": v.tid, "name": v.name, "kind": v.kind, "role": g.roles.get(v.pid),
-                "text": _step_text(g, walk, v), "edge": str(edge.kind) if edge is not None else None}
-               for v, edge in zip(walk.chain, walk.into)],
+        chain=_chain(g, walk, len(out["ranks"]["rows"]) if out["ranks"] else 0),
         chain_text=" → ".join(_step_text(g, walk, v) for v in walk.chain) + _resource_text(g, walk))

@@ -2,6 +2,7 @@
 import os
 
 from . import kinds
+from .registry.names import M
 
 
 
@@ -56,6 +57,50 @@ def detail_text(detail):
             return "a sleep with %.3g s left" % detail["sleep_s"]
         return "sleep(%.3g s)" % detail["sleep_s"]
     return None
+
+
+# What the waiter of an edge of each kind waits for ("it": the thread the edge leads to), plain
+# and with the edge's object as the fact named here gives it (a lock's name, "pipe", a path).
+EDGE_WORDS = {
+    M.LOCK_HOLDER: ("a lock it holds", "wants", "lock '{}', which it holds"),
+    "gil": ("the GIL it holds", None, None),
+    M.FILE_LOCK: ("a file lock it holds", None, None),
+    "file-holder": ("a lock or marker file it holds", "path", "lock file {}"),
+    "file-server": ("the FUSE server of the mount", None, None),
+    "join": ("it to finish (join)", None, None),
+    "child": ("its child", "via", "its child (through a {})"),
+    "peer": ("the other end of a pipe or socket", "via", "the other end of a {}"),
+    "workers": ("its DataLoader workers", None, None),
+    "rank": ("it, in a collective", None, None),
+    M.STRAGGLER: ("it, a straggler, in a collective", None, None),
+    "sibling": ("it (a guess: a busier sibling)", None, None),
+    "lock-waiter": ("a lock (a guess: another waiter)", None, None),
+    # terminal edges: nobody will end the wait
+    "held-at-fork": ("a lock held at fork, which nobody will release", None, None),
+    M.LOST_TASK: ("a pool task that was lost", None, None),
+    M.LOST_BATCH: ("a DataLoader batch that was lost", None, None),
+    M.ORPHANED_WAIT: ("a wake-up nobody is left to give", None, None),
+    M.PEER_NOT_SERVING: ("a peer holding the socket, serving nothing", None, None),
+    M.WAKER_EXITED: ("a waker that exited", None, None),
+    M.POOL_EMPTY: ("a pool with no workers", None, None),
+    M.MISSED_TASK_DONE: ("a task_done() that was missed", None, None),
+    "compiler": ("a compiler it drives", "tool", "compiler {}"),
+}
+OBJECT_WORDS = {"tcp": "TCP connection", "pipe": "pipe"}
+
+
+def edge_words(edge, ranks=0):
+    """"waits for lock_b, which it holds": what an edge's waiter waits for, in words (ranks: the
+    job's ranks, said of a collective's edge); None for no edge."""
+    if edge is None:
+        return None
+    plain, fact, named = EDGE_WORDS.get(str(edge.kind), ("it (%s)" % edge.kind, None, None))
+    value = edge.facts.get(fact) if fact else None
+    words = "waits for " + (named.format(OBJECT_WORDS.get(value, value)) if isinstance(value, str) and value
+                            else plain)
+    if str(edge.kind) in ("rank", M.STRAGGLER) and ranks > 2:
+        words += " of %d ranks" % ranks
+    return words
 
 
 def blocking_text(view):

@@ -1,4 +1,5 @@
-"""One self-contained HTML page: verdict and tables in plain HTML, charts drawn by inline JS.
+"""One self-contained HTML page: verdict and tables in plain HTML, the wait-for chain as an inline
+SVG laid out in Python (chain_picture.py), charts drawn by inline JS.
 
 No network: no CDN, fonts or external scripts.  The data the charts need is
 embedded as JSON in a <script type="application/json"> tag, with <, > and &
@@ -9,6 +10,7 @@ points) so a capture with thousands of threads still makes a page of a few MB.
 import html
 import json
 
+from . import chain_picture
 from .common import PROCESS_HEADER, command_text, failed_text, gpu_rows, looks_like_error, process_rows, tail_heading
 from .consensus import class_where, hosts_text, rank_ranges, report_classes, stack_text
 
@@ -304,6 +306,7 @@ def render(report):
             if v.alternatives else ""),
         '<dt>chain</dt><dd class="chain">%s</dd>' % esc(report.chain_text or "-"),
         "</dl></section>",
+        chain_picture.section(report),
         '<section id="evidence"><h2>Evidence</h2>%s</section>' % _list(v.evidence or []),
         '<section id="findings"><h2>Findings</h2>%s</section>' % (
             "<ul>" + "".join("<li><b>%s</b>: %s</li>" % (esc(f.kind), esc(f.summary))
@@ -648,6 +651,8 @@ svg.rank-grid{display:block;margin:6px 0}svg.rank-grid text{font:11px "DejaVu Sa
 svg.rank-grid rect:hover{stroke:#000;stroke-width:1}
 table.classes td:nth-child(-n+3),table.classes th,table.outliers td:nth-child(-n+4){white-space:nowrap}
 .gpu-na{font-weight:600}
+.chain-figure{overflow-x:auto;margin:6px 0}svg.chain-picture{display:block}
+svg.chain-picture g.node:hover rect,svg.chain-picture g.arrow:hover path{filter:brightness(0.9)}
 footer{margin-top:28px;font-size:12px}
 """
 

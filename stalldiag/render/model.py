@@ -117,6 +117,16 @@ class ChainStep(OpenRecord):
     role: Optional[str] = None
     text: Optional[str] = None
     edge: Optional[str] = None            # the kind of the edge that led here (None for the first)
+    activity: Optional[str] = None        # what it did most ("futex", "wait4", "on CPU")
+    waits_on: Optional[str] = None        # what that waits on ("futex word 0x...", "child pid 12")
+    # what the step before waits for, from the edge that led here ("waits for lock_b, which it
+    # holds", "waits for the other end of a pipe"; "it": this thread); None for the first
+    waits_for: Optional[str] = None
+    # the last step only: how the walk ended: {"edge": the kind of the edge that closed a cycle or
+    # ended the walk (None: none), "cycle_to": the index of the step a cycle led back to (None: no
+    # cycle), "resource": what the chain ends on ("storage at 1.4 MB/s"; None: no resource),
+    # "waits_for": as waits_for, of that edge (what the last step waits for)}
+    end: Optional[Dict[str, Any]] = None
     extra: Dict[str, Any] = _extra()
     keys: Tuple[str, ...] = _keys()
 

@@ -193,3 +193,54 @@ def test_page_text_is_readable_without_js(driver, tmp_path):
     assert report.verdict.summary in body
     assert "Processes" in body and str(report.processes[0].pid) in body
     assert _count(driver, "#processes table.procs tbody tr") == len(report.processes)
+
+
+@pytest.mark.parametrize("name", ["deadlock", "gloo_hang", "child_shell_slow_reader"])
+def test_chain_picture_renders_in_a_real_browser(driver, tmp_path, name):
+    """The wait-for chain's inline SVG: drawn with no console error, a nonzero box, a node per
+    thread on the chain, the culprit's node outlined and labelled, a deadlock's cycle arrow."""
+    report = report_of(name)
+    _open(driver, tmp_path, name)
+    assert not _severe(driver)
+    box = driver.execute_script("var r = document.getElementById('chain-svg').getBoundingClientRect();"
+                                "return [r.width, r.height];")
+    assert box[0] > 100 and box[1] > 50, box
+    assert _count(driver, "#chain-svg g.node.chain") == len({(s.pid, s.tid) for s in report.chain})
+    assert _count(driver, "#chain-svg g.arrow") >= len(report.chain) - 1
+    v = report.verdict
+    culprit = driver.execute_script(
+        "var g = document.querySelectorAll('#chain-svg g.node.culprit');"
+        "if (g.length !== 1) return null;"
+        "var r = g[0].querySelector('rect').getBoundingClientRect();"
+        "return [g[0].getAttribute('data-pid'), g[0].getAttribute('data-tid'), r.width, r.height, g[0].textContent,"
+        " getComputedStyle(g[0].querySelector('rect')).stroke];")
+    assert culprit is not None, "no single culprit node"
+    pid, tid, width, height, text, stroke = culprit
+    assert (pid, tid) == (str(v.pid), str(v.tid)) and width > 0 and height > 0
+    assert "CULPRIT" in text and stroke == "rgb(176, 0, 0)"
+    cycles = _count(driver, "#chain-svg g.arrow.cycle")
+    assert cycles == (1 if name == "deadlock" else 0)
+    # the picture shows without JavaScript: it is in the page as written, not drawn by the script
+    assert 'id="chain-svg"' in html_render.render(report)
+    target = os.environ.get("STALLDIAG_SCREENSHOT_DIR")
+    if target:
+        png = driver.find_element("id", "chain-picture").screenshot_as_png
+        with open(os.path.join(target, "stalldiag-chain-%s.png" % name), "wb") as f:
+            f.write(png)
+
+
+def test_chain_picture_with_a_hostile_thread_name_in_a_real_browser(driver, tmp_path):
+    cap = load_report(str(CAPTURES / "deadlock.json"))
+    evil = "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>"
+    for thread in cap["processes"][0]["threads"]:
+        thread["python_name"] = evil
+    path = tmp_path / "hostile.html"
+    path.write_text(html_render.render(build(cap)), encoding="utf-8")
+    driver.get_log("browser")
+    driver.get(path.as_uri())
+    assert driver.title != "pwned" and not _severe(driver)
+    assert _count(driver, "#chain-svg img") == 0 and _count(driver, "script") == 2
+    names = driver.execute_script("return [...document.querySelectorAll('#chain-svg g.node.chain text')]"
+                                  ".map(t => t.textContent)")
+    assert any(evil[:20] in n for n in names)   # shown as text (shortened to fit its node)
+    assert _count(driver, "#chain-svg g.node.culprit") == 1
