@@ -1,0 +1,192 @@
+"""The ranks' Flight Recorders side by side (capture["collectives"], probes/flight_recorder.py):
+per process group, the rank that is behind (its last enqueued collective lower than the others':
+the collective it never entered, by sequence id and name), the ranks waiting in a collective
+(enqueued, not completed), and a mismatch of operation, sizes or dtypes between ranks at the same
+sequence id.  A pure function of the ranks' records, used by the registry's rows (one host) and by
+`stalldiag merge` (every host's records together).
+
+Gloo records no "started" (last_started is -1): a collective is enqueued, then completed;
+NCCL's records all three, so a rank whose last started is below its peers' is behind too.
+"""
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from ..render.consensus import rank_ranges
+
+
+@dataclass(frozen=True)
+class Gap:
+    """What the records of one process group say went wrong, at one sequence id."""
+    group: str                          # the group's description ("default_pg") or name
+    seq: int                            # the collective's sequence id in that group
+    op: Optional[str]                   # its operation, as the ranks that entered it name it
+    kind: str                           # "behind" | "mismatch" | "waiting"
+    ranks: List[int]                    # the odd ranks: behind, or whose entry differs
+    others: List[int]                   # the ranks that entered it / the majority
+    differs: Optional[str] = None       # mismatch: "operation", "sizes", "dtypes"
+    values: Dict[str, Any] = field(default_factory=dict)   # mismatch: the odd value, the others'
+    last: Dict[int, Any] = field(default_factory=dict)     # behind: rank -> (enqueued, started, completed)
+    frames: List[Any] = field(default_factory=list)        # the odd rank's frames at its last entry
+    other_frames: List[Any] = field(default_factory=list)  # the others' frames at seq
+    unanswered: List[int] = field(default_factory=list)    # ranks of the group whose record was not read
+    host_of: Dict[int, Any] = field(default_factory=dict)
+
+    def ranks_text(self):
+        return _ranks_words(self.ranks)
+
+    def others_text(self):
+        return _ranks_words(self.others)
+
+
+def _ranks_words(ranks):
+    ranks = sorted(set(ranks))
+    return ("rank %d" % ranks[0]) if len(ranks) == 1 else "ranks %s" % rank_ranges(ranks, max_runs=6)
+
+
+def _key(group):
+    return group.get("desc") or group.get("name") or group.get("pg_id")
+
+
+def _op_text(entry):
+    return entry.get("op") if entry else None
+
+
+FIELDS = (("operation", lambda e: e.get("op")),
+          ("sizes", lambda e: e.get("in_sizes")),
+          ("dtypes", lambda e: e.get("in_dtypes")))
+
+
+def analyze(records, world=None):
+    """[Gap] of rank records (the capture's collectives.ranks, possibly from several hosts),
+    the most telling first: a mismatch, then ranks behind, then ranks all waiting."""
+    by_group = {}
+    for rec in records:
+        if rec.get("rank") is None:
+            continue
+        for group in rec.get("groups") or []:
+            by_group.setdefault(_key(group), {})[rec["rank"]] = (rec, group)
+    found = []
+    for name, members in sorted(by_group.items(), key=lambda kv: str(kv[0])):
+        found += _group(name, members, world)
+    order = {"mismatch": 0, "behind": 1, "waiting": 2}
+    return sorted(found, key=lambda d: (order[d.kind], d.seq))
+
+
+def _entries(rec, group):
+    return {e["seq"]: e for e in rec.get("entries") or []
+            if e.get("pg_id") == group.get("pg_id") and e.get("seq") is not None and not e.get("p2p")}
+
+
+def _group(name, members, world):
+    entries = {rank: _entries(rec, group) for rank, (rec, group) in members.items()}
+    hosts = {rank: rec.get("host") for rank, (rec, _g) in members.items()}
+    enq = {rank: group.get("last_enqueued") or 0 for rank, (_rec, group) in members.items()}
+    started = {rank: group.get("last_started") for rank, (_rec, group) in members.items()}
+    done = {rank: group.get("last_completed") or 0 for rank, (_rec, group) in members.items()}
+    expected = set()
+    for _rank, (_rec, group) in members.items():
+        expected.update(group.get("ranks") or [])
+    if not expected and world:
+        expected = set(range(world))
+    unanswered = sorted(expected - set(members))
+    found = []
+    # a mismatch: the first sequence id past the last all completed where the entries differ
+    low = min(done.values())
+    for seq in range(low + 1, max(enq.values()) + 1):
+        have = {rank: e[seq] for rank, e in entries.items() if seq in e}
+        if len(have) < 2:
+            continue
+        for field_name, value_of in FIELDS:
+            values = {rank: repr(value_of(e)) for rank, e in have.items()}
+            counts = Counter(values.values())
+            if len(counts) < 2:
+                continue
+            common, n = counts.most_common(1)[0]
+            if n == 1 or list(counts.values()).count(n) > 1:
+                odd = sorted(have)[1:] if len(have) == 2 else sorted(r for r, v in values.items() if v != common)
+            else:
+                odd = sorted(r for r, v in values.items() if v != common)
+            rest = sorted(r for r in have if r not in odd)
+            found.append(Gap(
+                group=name, seq=seq, op=_op_text(have[rest[0]]) if rest else _op_text(have[odd[0]]),
+                kind="mismatch", ranks=odd, others=rest, differs=field_name,
+                values={"odd": value_of(have[odd[0]]), "others": value_of(have[rest[0]]) if rest else None,
+                        "odd_op": _op_text(have[odd[0]])},
+                frames=have[odd[0]].get("frames") or [], other_frames=have[rest[0]].get("frames") if rest else [],
+                unanswered=unanswered, host_of=hosts))
+            break
+        if found:
+            break
+    # behind: a rank whose last enqueued (or, where recorded, started) is below its peers'
+    front = max(enq.values())
+    behind = sorted(r for r in enq if enq[r] < front)
+    if not behind:
+        starts = {r: s for r, s in started.items() if s is not None}
+        if len(starts) == len(enq) and len(set(starts.values())) > 1:
+            top = max(starts.values())
+            behind = sorted(r for r, s in starts.items() if s < top)
+    if behind:
+        seq = min(enq[r] for r in behind) + 1
+        ahead = sorted(r for r in enq if r not in behind)
+        entry = next((entries[r][seq] for r in ahead if seq in entries[r]), None)
+        mine = entries[behind[0]].get(enq[behind[0]])
+        found.append(Gap(
+            group=name, seq=seq, op=_op_text(entry), kind="behind", ranks=behind, others=ahead,
+            last={r: (enq[r], started[r], done[r]) for r in members},
+            frames=(mine or {}).get("frames") or [], other_frames=(entry or {}).get("frames") or [],
+            unanswered=unanswered, host_of=hosts))
+    elif not found:
+        waiting = sorted(r for r in enq if enq[r] > done[r])
+        if waiting:
+            seq = min(done[r] for r in waiting) + 1
+            entry = next((entries[r][seq] for r in waiting if seq in entries[r]), None)
+            found.append(Gap(
+                group=name, seq=seq, op=_op_text(entry), kind="waiting", ranks=waiting,
+                others=sorted(r for r in enq if r not in waiting),
+                last={r: (enq[r], started[r], done[r]) for r in members},
+                other_frames=(entry or {}).get("frames") or [], unanswered=unanswered, host_of=hosts))
+    return found
+
+
+def frame_words(frames, most=3):
+    """'sync_gradients (gloo_flight_recorder.py:78) < main (...)': the innermost user frames of a
+    record entry (torch.distributed's own frames skipped)."""
+    import os
+    own = [f for f in frames or [] if "torch/distributed" not in str(f[1]).replace("\\", "/")]
+    return " < ".join("%s (%s:%s)" % (f[0], os.path.basename(str(f[1])), f[2]) for f in own[:most])
+
+
+def sentence(d):
+    """The words of one Gap."""
+    where = " of group %s" % d.group
+    if d.kind == "behind":
+        enq, started, done = d.last.get(d.ranks[0], (None, None, None))
+        text = ("%s is behind in group %s: it never entered collective %d (%s), which %s entered (its last enqueued is %s, "
+                "last completed %s)" % (d.ranks_text(), d.group, d.seq, d.op or "?", d.others_text(), enq, done))
+        if started is not None:
+            text += ", last started %s" % started
+        if d.frames:
+            text += "; its last recorded collective was called from %s" % frame_words(d.frames)
+        if d.other_frames and frame_words(d.other_frames) != frame_words(d.frames):
+            text += "; the others entered it from %s" % frame_words(d.other_frames)
+        return text
+    if d.kind == "mismatch":
+        if d.differs == "operation":
+            text = "%s ran %s where %s ran %s" % (d.ranks_text(), d.values.get("odd"), d.others_text(),
+                                                   d.values.get("others"))
+        else:
+            text = "%s called %s with %s %s where %s had %s" % (
+                d.ranks_text(), d.values.get("odd_op") or d.op, "input sizes" if d.differs == "sizes" else "dtypes",
+                _short(d.values.get("odd")), d.others_text(), _short(d.values.get("others")))
+        text = "%s mismatch at collective %d%s: %s" % (d.differs, d.seq, where, text)
+        if d.frames:
+            text += "; %s called it from %s" % (d.ranks_text(), frame_words(d.frames))
+        return text
+    return ("%s entered collective %d (%s)%s and none completed it" % (d.ranks_text(), d.seq, d.op or "?", where)
+            + ("; %s's record was not read" % _ranks_words(d.unanswered) if d.unanswered else ""))
+
+
+def _short(value, most=60):
+    text = str(value)
+    return text if len(text) <= most else text[:most] + "..."
