@@ -45,6 +45,13 @@ Layout (schema_version 2):
   output_tail                        probes/output_tail.py, read at the window's end: {pid: {stdout,
                                      stderr, logs[]}}, each {path, lines (redacted), age_s, size}, only
                                      for regular files (never a pipe, socket or tty)
+  collectives                        probes/flight_recorder.py, read at the window's end, None when no
+                                     process has a rank: {armed: [debug-server, frontend, dump-file,
+                                     fifo], ranks: [{rank, pid, host, source, where, version, backend,
+                                     groups [{pg_id, name, desc, ranks, last_enqueued, last_started,
+                                     last_completed}], entries [{pg_id, seq, op, in_sizes, in_dtypes,
+                                     out_sizes, out_dtypes, state, retired, frames}], entries_total}],
+                                     unread [{rank, pid, source, error}], read_s, next_time [...]}
 """
 import json
 
@@ -61,6 +68,8 @@ PROBE_KEYS = (
     ("skipped_children", int), ("unix_peers", dict), ("tcp_peers", dict), ("exact_syscalls", None),
     ("locks", None), ("file_waits", None), ("joins", None), ("gil", None), ("wakers", list),
     ("output_tail", dict),
+    # the ranks' Flight Recorders, where the job armed a way out for them (probes/flight_recorder.py)
+    ("collectives", None),
     # the job's limits, the host's use of its CPUs, memory and disks, and who else uses them
     ("resources", lambda: {"available": False, "reason": "not measured"}),
 )

@@ -31,6 +31,8 @@ class Gap:
     other_frames: List[Any] = field(default_factory=list)  # the others' frames at seq
     unanswered: List[int] = field(default_factory=list)    # ranks of the group whose record was not read
     host_of: Dict[int, Any] = field(default_factory=dict)
+    unread_behind: bool = False         # behind: the ranks are those whose record was not read,
+                                        # while every rank read waits at seq
 
     def ranks_text(self):
         return _ranks_words(self.ranks)
@@ -136,6 +138,15 @@ def _group(name, members, world):
             last={r: (enq[r], started[r], done[r]) for r in members},
             frames=(mine or {}).get("frames") or [], other_frames=(entry or {}).get("frames") or [],
             unanswered=unanswered, host_of=hosts))
+    elif not found and unanswered and all(enq[r] > done[r] for r in enq) and len({done[r] for r in enq}) == 1:
+        # every rank read waits at the same collective: the ranks it waits for are those not read
+        seq = min(done.values()) + 1
+        ahead = sorted(enq)
+        entry = next((entries[r][seq] for r in ahead if seq in entries[r]), None)
+        found.append(Gap(
+            group=name, seq=seq, op=_op_text(entry), kind="behind", ranks=unanswered, others=ahead,
+            last={r: (enq[r], started[r], done[r]) for r in members}, other_frames=(entry or {}).get("frames") or [],
+            unanswered=unanswered, host_of=hosts, unread_behind=True))
     elif not found:
         waiting = sorted(r for r in enq if enq[r] > done[r])
         if waiting:
@@ -160,6 +171,12 @@ def frame_words(frames, most=3):
 def sentence(d):
     """The words of one Gap."""
     where = " of group %s" % d.group
+    if d.kind == "behind" and d.unread_behind:
+        text = ("%s entered collective %d (%s) of group %s and none completed it: they wait for %s, whose record "
+                "was not read" % (d.others_text(), d.seq, d.op or "?", d.group, d.ranks_text()))
+        if d.other_frames:
+            text += "; they entered it from %s" % frame_words(d.other_frames)
+        return text
     if d.kind == "behind":
         enq, started, done = d.last.get(d.ranks[0], (None, None, None))
         text = ("%s is behind in group %s: it never entered collective %d (%s), which %s entered (its last enqueued is %s, "
@@ -190,3 +207,108 @@ def sentence(d):
 def _short(value, most=60):
     text = str(value)
     return text if len(text) <= most else text[:most] + "..."
+
+
+def clause(d):
+    """The words a collective verdict's summary gets from one Gap."""
+    if d.kind == "behind" and d.unread_behind:
+        return "the Flight Recorder shows %s waiting in collective %d (%s) of group %s for %s" % (
+            d.others_text(), d.seq, d.op or "?", d.group, d.ranks_text())
+    if d.kind == "behind":
+        return "the Flight Recorder shows %s never entered collective %d (%s) of group %s, which %s entered" % (
+            d.ranks_text(), d.seq, d.op or "?", d.group, d.others_text())
+    if d.kind == "mismatch":
+        if d.differs == "operation":
+            what = "ran %s where %s ran %s" % (d.values.get("odd"), d.others_text(), d.values.get("others"))
+        else:
+            what = "called %s with %s %s where %s had %s" % (
+                d.values.get("odd_op") or d.op, "input sizes" if d.differs == "sizes" else "dtypes",
+                _short(d.values.get("odd")), d.others_text(), _short(d.values.get("others")))
+        return "the Flight Recorder shows a%s %s mismatch at collective %d of group %s: %s %s" % (
+            "n" if d.differs == "operation" else "", d.differs, d.seq, d.group, d.ranks_text(), what)
+    return sentence(d)
+
+
+# --- the registry's detectors and sentences (registry/table.py) ---------------------------------
+
+def gaps_of(g):
+    """[Gap] of the graph's Flight Recorders (none when they were not read)."""
+    from ..knowledge.ranks import WORLD_SIZE_VARS, first_var
+    if g.collectives is None or not g.collectives.ranks:
+        return []
+    world = next((first_var(p.env, WORLD_SIZE_VARS) for p in g.proc_list if first_var(p.env, WORLD_SIZE_VARS)), None)
+    return analyze(g.collectives.ranks, world)
+
+
+def _rank_view(g, rank):
+    for pid, role in g.roles.items():
+        if role == "rank %d" % rank:
+            return g.main_thread(pid)
+    return None
+
+
+def _about(kind, g, d):
+    from .types import Finding
+    view = _rank_view(g, d.ranks[0]) if d.ranks else None
+    return Finding.about(kind, view, gap=d)
+
+
+def behind(scene):
+    from .registry.names import M
+    return [_about(M.COLLECTIVE_BEHIND, scene.g, d) for d in gaps_of(scene.g) if d.kind == "behind"][:1] or None
+
+
+def mismatch(scene):
+    from .registry.names import M
+    return [_about(M.COLLECTIVE_RECORD_MISMATCH, scene.g, d) for d in gaps_of(scene.g) if d.kind == "mismatch"][:1] \
+        or None
+
+
+def not_armed(scene):
+    """Ranks whose Flight Recorder the job left no way out for: what to set next time."""
+    from .registry.names import M
+    from .types import Finding
+    c = scene.g.collectives
+    if c is None or c.armed or c.ranks:
+        return None
+    return Finding.about(M.FLIGHT_RECORDER_OFF, next_time=list(c.next_time))
+
+
+def record(scene):
+    """What was read, from where, and what the records say when they show no rank behind and no
+    mismatch (every rank entered the same collective and none completed it)."""
+    from .registry.names import M
+    from .types import Finding
+    c = scene.g.collectives
+    if c is None or not (c.ranks or c.unread):
+        return None
+    gaps = [d for d in gaps_of(scene.g) if d.kind == "waiting"]
+    return Finding.about(M.COLLECTIVE_RECORD, armed=list(c.armed), read=sorted(r["rank"] for r in c.ranks),
+                         sources=sorted({r.get("source") for r in c.ranks if r.get("source")}),
+                         unread=list(c.unread), read_s=c.read_s, waiting=gaps[:1])
+
+
+def gap_text(g, gap):
+    return sentence(gap)
+
+
+def gap_clause(g, gap):
+    return clause(gap)
+
+
+def not_armed_text(g, next_time):
+    return ("the job left PyTorch's Flight Recorder (its record of every collective's sequence id, operation and "
+            "sizes) no way out, so only stacks could be compared; next time: %s" % "; or ".join(next_time))
+
+
+def record_text(g, armed, read, sources, unread, read_s, waiting):
+    parts = []
+    if read:
+        parts.append("Flight Recorder of %s read (%s, %.2f s)" % (_ranks_words(read), ", ".join(sources),
+                                                                 read_s or 0.0))
+    for u in unread:
+        who = ("rank %s" % u["rank"]) if u.get("rank") is not None else "the debug frontend"
+        parts.append("%s not read from %s: %s" % (who, u.get("source"), u.get("error")))
+    if waiting:
+        parts.append(sentence(waiting[0]))
+    return "; ".join(parts) if parts else "Flight Recorder armed (%s) but nothing read" % ", ".join(armed)
