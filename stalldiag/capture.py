@@ -68,10 +68,11 @@ PROBE_KEYS = (
     ("skipped_children", int), ("unix_peers", dict), ("tcp_peers", dict), ("exact_syscalls", None),
     ("locks", None), ("file_waits", None), ("joins", None), ("gil", None), ("wakers", list),
     ("output_tail", dict),
-    # the ranks' Flight Recorders, where the job armed a way out for them (probes/flight_recorder.py)
-    ("collectives", None),
     # the job's limits, the host's use of its CPUs, memory and disks, and who else uses them
     ("resources", lambda: {"available": False, "reason": "not measured"}),
+    # the ranks' Flight Recorders, where the job armed a way out for them (probes/flight_recorder.py);
+    # optional: a capture without it (older, or no ranks) reads as None
+    ("collectives", None),
 )
 
 

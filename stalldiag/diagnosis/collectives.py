@@ -12,7 +12,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from ..render.consensus import rank_ranges
 
 
 @dataclass(frozen=True)
@@ -39,6 +38,18 @@ class Gap:
 
     def others_text(self):
         return _ranks_words(self.others)
+
+
+def rank_ranges(ranks, max_runs=6):
+    """'0-1,3-16383': sorted ranks as runs (at most max_runs, then '... (N runs)')."""
+    runs = []
+    for r in sorted(set(ranks)):
+        if runs and r == runs[-1][1] + 1:
+            runs[-1][1] = r
+        else:
+            runs.append([r, r])
+    text = ",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in runs[:max_runs])
+    return text + (",... (%d runs)" % len(runs) if len(runs) > max_runs else "")
 
 
 def _ranks_words(ranks):
