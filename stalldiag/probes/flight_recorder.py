@@ -63,12 +63,29 @@ class FlightRecorderProbe(Probe):
                 ranks.append((record.pid, rank, env))
         if not ranks:
             return CollectivesSection([], None)
+        ranks = one_per_rank(ranks)
         result = collect(sorted(ranks, key=lambda r: r[1]), tree=[r.pid for r in ctx.sampler.records.values()
                                                                   if r.exited_at is None])
         limitations = [("Flight Recorder of rank %s (pid %s) not read from %s: %s" % (
             u["rank"], u["pid"], u["source"], u["error"])) if u["rank"] is not None else
             "Flight Recorder not read from the debug frontend: %s" % u["error"] for u in result["unread"]]
         return CollectivesSection(limitations, result)
+
+
+def one_per_rank(ranks):
+    """[(pid, rank, env)] with one process per rank: a child that inherited its parent's RANK (the
+    debug frontend rank 0 forks, a DataLoader worker) is not the rank."""
+    pids = {pid for pid, _rank, _env in ranks}
+    by_rank = {}
+    for pid, rank, env in sorted(ranks):
+        try:
+            parent = procfs.stat(pid)["ppid"]
+        except (procfs.ProcfsError, ValueError, IndexError):
+            parent = None
+        inherited = parent in pids and any(p == parent and r == rank for p, r, _e in ranks)
+        if rank not in by_rank or not inherited and by_rank[rank][1]:
+            by_rank[rank] = ((pid, rank, env), inherited)
+    return sorted((entry for entry, _inherited in by_rank.values()), key=lambda e: e[1])
 
 
 def collect(ranks, tree=(), host=None):
