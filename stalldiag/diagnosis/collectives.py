@@ -36,6 +36,12 @@ class Gap:
     def ranks_text(self):
         return _ranks_words(self.ranks)
 
+    def as_dict(self):
+        """The plain record a report keeps of it."""
+        return {"group": self.group, "seq": self.seq, "op": self.op, "kind": self.kind, "ranks": list(self.ranks),
+                "others": list(self.others), "differs": self.differs,
+                "values": {k: v for k, v in self.values.items()}, "unread": list(self.unanswered)}
+
     def others_text(self):
         return _ranks_words(self.others)
 
@@ -261,7 +267,7 @@ def _rank_view(g, rank):
 def _about(kind, g, d):
     from .types import Finding
     view = _rank_view(g, d.ranks[0]) if d.ranks else None
-    return Finding.about(kind, view, gap=d)
+    return Finding.about(kind, view, gap=d, record=d.as_dict())
 
 
 def behind(scene):
@@ -299,11 +305,11 @@ def record(scene):
                          unread=list(c.unread), read_s=c.read_s, waiting=gaps[:1])
 
 
-def gap_text(g, gap):
+def gap_text(g, gap, record=None):
     return sentence(gap)
 
 
-def gap_clause(g, gap):
+def gap_clause(g, gap, record=None):
     return clause(gap)
 
 

@@ -209,10 +209,10 @@ _QUALIFYING = (
     # what to set next time
     _qualifies(M.COLLECTIVE_RECORD_MISMATCH, found.on_scene(collectives.mismatch), collectives.gap_text,
                category="collective", clause=collectives.gap_clause, only_with_category=True, evidence_line=True,
-               report_facts=("gap",)),
+               report_facts=("record",)),
     _qualifies(M.COLLECTIVE_BEHIND, found.on_scene(collectives.behind), collectives.gap_text,
                category="collective", clause=collectives.gap_clause, only_with_category=True, evidence_line=True,
-               report_facts=("gap",)),
+               report_facts=("record",)),
     _qualifies(M.FLIGHT_RECORDER_OFF, found.on_scene(collectives.not_armed), collectives.not_armed_text,
                category="collective", clause=False, only_with_category=True, evidence_line=True,
                report_facts=("next_time",)),
