@@ -57,3 +57,11 @@ def test_without_it_the_same_verdict_from_stacks_and_what_to_set_next_time(mode)
     off = found[M.FLIGHT_RECORDER_OFF]
     assert "start_debug_server()" in off["summary"] and "TORCH_NCCL_DEBUG_INFO_PIPE_FILE" in off["summary"]
     assert off["summary"] in plain["verdict"]["evidence"]
+
+
+def test_merge_reads_the_records_saved_in_a_hosts_report():
+    from stalldiag.merge import merge_reports
+    incident = merge_reports([str(CAPTURES / "fr_op_debug_server.json")])
+    assert incident.verdict.flight_recorder[0].startswith(
+        "operation mismatch at collective 4 of group default_pg: rank 2 ran broadcast where ranks 0-1 ran all_reduce")
+    assert incident.verdict.missing_ranks is None
