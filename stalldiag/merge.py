@@ -19,7 +19,8 @@ thousands of rows, not thousands of reports.
 import os
 
 from .capture import load_report
-from .diagnosis import diagnose, rank_groups_of as group, suspect_ranks as suspects
+from .diagnosis import collective_gap_text, collective_gaps, diagnose, rank_groups_of as group, \
+    suspect_ranks as suspects
 from .errors import CaptureError, StalldiagError
 from .render.consensus import class_where, classes_of, rank_ranges, ranks_text
 from .render.model import Incident, IncidentHost, IncidentRank, IncidentVerdict, RankRow, Suspect
@@ -203,12 +204,11 @@ def _missing(ranks):
 def flight_recorder(hosts, ranks):
     """The sentences of what every host's Flight Recorder records say together (the rank behind, the
     collective it never entered, a mismatch at a seq id), or None when no host read them."""
-    from .diagnosis.collectives import analyze, sentence
     records = [rec for h in hosts for rec in (h.collectives or [])]
     if not records:
         return None
     worlds = [r.row.world_size for r in ranks if isinstance(getattr(r.row, "world_size", None), int)]
-    return [sentence(gap) for gap in analyze(records, max(worlds) if worlds else None)[:3]] or None
+    return [collective_gap_text(gap) for gap in collective_gaps(records, max(worlds) if worlds else None)[:3]] or None
 
 
 __all__ = ["merge_reports", "incident", "incident_of_hosts", "read_host", "host_of_report", "consensus_text"]
