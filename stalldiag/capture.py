@@ -45,6 +45,13 @@ Layout (schema_version 2):
   output_tail                        probes/output_tail.py, read at the window's end: {pid: {stdout,
                                      stderr, logs[]}}, each {path, lines (redacted), age_s, size}, only
                                      for regular files (never a pipe, socket or tty)
+  collectives                        probes/flight_recorder.py, read at the window's end, None when no
+                                     process has a rank: {armed: [debug-server, frontend, dump-file,
+                                     fifo], ranks: [{rank, pid, host, source, where, version, backend,
+                                     groups [{pg_id, name, desc, ranks, last_enqueued, last_started,
+                                     last_completed}], entries [{pg_id, seq, op, in_sizes, in_dtypes,
+                                     out_sizes, out_dtypes, state, retired, frames}], entries_total}],
+                                     unread [{rank, pid, source, error}], read_s, next_time [...]}
 """
 import json
 
@@ -63,6 +70,9 @@ PROBE_KEYS = (
     ("output_tail", dict),
     # the job's limits, the host's use of its CPUs, memory and disks, and who else uses them
     ("resources", lambda: {"available": False, "reason": "not measured"}),
+    # the ranks' Flight Recorders, where the job armed a way out for them (probes/flight_recorder.py);
+    # optional: a capture without it (older, or no ranks) reads as None
+    ("collectives", None),
 )
 
 

@@ -19,7 +19,8 @@ thousands of rows, not thousands of reports.
 import os
 
 from .capture import load_report
-from .diagnosis import diagnose, rank_groups_of as group, suspect_ranks as suspects
+from .diagnosis import collective_gap_text, collective_gaps, diagnose, rank_groups_of as group, \
+    suspect_ranks as suspects
 from .errors import CaptureError, StalldiagError
 from .render.consensus import class_where, classes_of, rank_ranges, ranks_text
 from .render.model import Incident, IncidentHost, IncidentRank, IncidentVerdict, RankRow, Suspect
@@ -47,9 +48,11 @@ def host_of_report(path, report):
     """(IncidentHost, [RankRow]) of one host's Report."""
     v = report.verdict
     rows = report.ranks.rows if report.ranks else []
+    collectives = ((report.capture or {}).get("collectives") or {}).get("ranks") if getattr(report, "capture", None) \
+        else None
     return (IncidentHost(host=report.hostname or path, file=path, category=v.category, summary=v.summary,
                          ranks=[r.rank for r in rows], processes=len(report.processes),
-                         progress=v.progress.state if v.progress else None), rows)
+                         progress=v.progress.state if v.progress else None, collectives=collectives or None), rows)
 
 
 def read_host(path):
@@ -68,7 +71,8 @@ def read_host(path):
     host = IncidentHost(host=(capture.get("host") or {}).get("hostname") or path, file=path,
                         category=verdict.get("category"), summary=verdict.get("summary") or "",
                         ranks=[r["rank"] for r in rows], processes=len(capture.get("processes") or []),
-                        progress=progress.get("state"))
+                        progress=progress.get("state"),
+                        collectives=((capture.get("collectives") or {}).get("ranks") or None))
     return host, rows
 
 
@@ -136,8 +140,10 @@ def _verdict(hosts, ranks, odd, classes):
         return IncidentVerdict(category=categories[0] if len(categories) == 1 else "unknown",
                                summary="no ranks found in these reports (RANK not set?): per-host verdicts below")
     consensus, missing = consensus_text(classes), _missing(ranks)
+    records = flight_recorder(hosts, ranks)
     if odd:
         culprit = odd[0]
+        recorded = "; the Flight Recorder: %s" % records[0] if records else ""
         others = [r for r in ranks if not r.suspect]
         majority = next((c for c in classes if not c.outlier), None)
         category = "collective" if any(r.state in WAITING for r in others) else culprit.state
@@ -145,13 +151,13 @@ def _verdict(hosts, ranks, odd, classes):
             category=category,
             summary="rank %d on host %s is the outlier: %s, while %d other rank(s) are mostly %s" % (
                 culprit.rank, culprit.host, "%s in %s" % (culprit.state, culprit.where), len(others),
-                majority.shape if majority else "-"),
+                majority.shape if majority else "-") + recorded,
             host=culprit.host, rank=culprit.rank, pid=culprit.pid,
             suspects=[Suspect(host=r.host, rank=r.rank, pid=r.pid) for r in odd],
-            consensus=consensus, missing_ranks=missing)
+            consensus=consensus, missing_ranks=missing, flight_recorder=records)
     return IncidentVerdict(category=hosts[0].category,
                            summary="all %d ranks look alike (%s): no outlier rank" % (len(ranks), classes[0].shape),
-                           consensus=consensus, missing_ranks=missing)
+                           consensus=consensus, missing_ranks=missing, flight_recorder=records)
 
 
 def class_phrase(c):
@@ -184,12 +190,25 @@ def consensus_text(classes, majority=2, outliers=3):
 
 
 def _missing(ranks):
-    """Ranks from 0 to the highest seen that no report has, as ranges (None: none missing)."""
+    """Ranks of the job that no report has, as ranges ('0-1,3-16383'; None: none missing): every rank
+    below its WORLD_SIZE when the ranks' environment gave it, else below the highest seen."""
     seen = {r.rank for r in ranks}
     if not seen or min(seen) < 0:
         return None
-    missing = set(range(max(seen) + 1)) - seen
+    worlds = [r.row.world_size for r in ranks if isinstance(getattr(r.row, "world_size", None), int)]
+    top = max(worlds) if worlds else max(seen) + 1
+    missing = set(range(max(top, max(seen) + 1))) - seen
     return rank_ranges(missing, max_runs=8) if missing else None
+
+
+def flight_recorder(hosts, ranks):
+    """The sentences of what every host's Flight Recorder records say together (the rank behind, the
+    collective it never entered, a mismatch at a seq id), or None when no host read them."""
+    records = [rec for h in hosts for rec in (h.collectives or [])]
+    if not records:
+        return None
+    worlds = [r.row.world_size for r in ranks if isinstance(getattr(r.row, "world_size", None), int)]
+    return [collective_gap_text(gap) for gap in collective_gaps(records, max(worlds) if worlds else None)[:3]] or None
 
 
 __all__ = ["merge_reports", "incident", "incident_of_hosts", "read_host", "host_of_report", "consensus_text"]

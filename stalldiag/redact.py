@@ -1,6 +1,7 @@
 """Keep secrets out of reports: redact command lines, pick only named env vars."""
 import re
 
+from .knowledge.flight_recorder import ENV_VARS as FLIGHT_RECORDER_VARS
 from .knowledge.knobs import NAMES as KNOB_NAMES
 
 MASK = "***"
@@ -13,8 +14,10 @@ ENV_ALLOWED = (
     # ranks under MPI and Slurm
     "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE",
     "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS",
-) + tuple(name for name in KNOB_NAMES if name not in ("PYTHONUNBUFFERED", "CUDA_VISIBLE_DEVICES"))
-# (the knobs that change how PyTorch, CUDA, NCCL, OpenMP and Python run: knowledge/knobs.py)
+) + tuple(name for name in KNOB_NAMES if name not in ("PYTHONUNBUFFERED", "CUDA_VISIBLE_DEVICES")) \
+    + tuple(name for name in FLIGHT_RECORDER_VARS if name not in KNOB_NAMES)
+# (the knobs that change how PyTorch, CUDA, NCCL, OpenMP and Python run: knowledge/knobs.py; where
+# the Flight Recorder's dumps and dump-on-demand FIFOs are: knowledge/flight_recorder.py)
 
 
 # --- which names are secret -----------------------------------------------------------------

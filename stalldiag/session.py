@@ -16,6 +16,7 @@ import time
 from . import capture, procfs, targets
 from .probes.base import Context, run_guarded
 from .probes.file_waits import FileWaitsProbe
+from .probes.flight_recorder import FlightRecorderProbe
 from .probes.gil import GilProbe
 from .probes.gpu import GpuProbe
 from .probes.joins import JoinsProbe
@@ -38,7 +39,7 @@ def default_probes(config=None):
     module is not even imported otherwise), the thread sampler before the probes that read its
     samples, the samplers of the window before those that resolve at its end (at_end)."""
     probes = [ThreadsProbe(), StacksProbe(), GpuProbe(), JobResourcesProbe(), FileLocksProbe(), WakersProbe(),
-              FileWaitsProbe(), GilProbe(), JoinsProbe(), ObjectsProbe(), OutputTailProbe()]
+              FileWaitsProbe(), GilProbe(), JoinsProbe(), ObjectsProbe(), OutputTailProbe(), FlightRecorderProbe()]
     if config is None or config.syscalls == "exact":
         from .probes.syscall_counts import ExactCountsProbe
         probes.insert(0, ExactCountsProbe())

@@ -41,6 +41,11 @@ def torchrun(script, *args, nproc=2):
 
 # name -> (argv, settle seconds, inspect duration[, "child": inspect the workload's first child[, extra env]])
 CASES = {
+    # issue 34: the ranks' Flight Recorders: a rank that skips collective 4, runs another one there,
+    # or is stopped, with PyTorch's debug server started (the records read) and without (stacks only)
+    **{"fr_%s%s" % (mode, "_debug_server" if server else ""): (
+        torchrun("gloo_flight_recorder.py", mode, *(["debug-server"] if server else []), nproc=3), 3.0, 3)
+       for mode in ("skip", "op", "stop") for server in (True, False)},
     # issue 34: a rank elsewhere in a 4-rank gloo job, with PyTorch's debug server started and without
     "gloo_eval_rank_debug_server": (torchrun("gloo_eval_rank_debug_server.py", "debug-server", nproc=4), 15.0, 3),
     "gloo_eval_rank": (torchrun("gloo_eval_rank_debug_server.py", nproc=4), 3.0, 3),

@@ -38,6 +38,8 @@ from .walk import Walk, walk
 from .gpu import device_summaries, devices_of, visible_devices  # noqa: E402,F401
 from .progress import file_changes, stdio_changes  # noqa: E402,F401
 from .ranks import group as rank_groups_of, suspects as suspect_ranks  # noqa: E402,F401
+# the ranks' Flight Recorders compared (merge runs it over every host's records)
+from .collectives import analyze as collective_gaps, sentence as collective_gap_text  # noqa: E402,F401
 from .threads import sample_kind  # noqa: E402,F401
 from .timeline import sample_key  # noqa: E402,F401
 

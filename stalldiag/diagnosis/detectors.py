@@ -196,21 +196,27 @@ def missing_ranks(scene):
     if not rank_groups_of(scene):
         return None
     missing = _missing_ranks(scene.g)
-    return Finding.about(M.MISSING_RANKS, missing=missing[0], world=missing[1]) if missing else None
+    return Finding.about(M.MISSING_RANKS, missing=missing[0], world=missing[1], elsewhere=missing[2]) \
+        if missing else None
 
 
 def _missing_ranks(g):
     from ..knowledge.ranks import RANK_VARS, WORLD_SIZE_VARS, first_var
-    seen, world = set(), None
+    from .collectives import rank_ranges
+    seen, world, local = set(), None, None
     for proc in g.procs.values():
         rank = first_var(proc.env, RANK_VARS)
         if rank is not None:
             seen.add(rank)
         world = first_var(proc.env, WORLD_SIZE_VARS) or world
+        local = first_var(proc.env, ("LOCAL_WORLD_SIZE",)) or local
     if world is None:
         return None
     missing = sorted(set(range(world)) - seen)
-    return (",".join(map(str, missing)), world) if missing else None
+    # every rank this host runs is here (LOCAL_WORLD_SIZE of them) and the job has more: the others
+    # run on other hosts, they did not fail to join
+    elsewhere = bool(local and len(seen) >= local and world > local)
+    return (rank_ranges(missing, max_runs=8), world, elsewhere) if missing else None
 
 
 def _compiled_function(view):

@@ -347,7 +347,10 @@ def rank_groups_text(g, waiting, outliers):
         ", ".join(label(p) for p in waiting) or "none", ", ".join(label(p) for p in outliers) or "none")
 
 
-def missing_ranks(g, missing, world):
+def missing_ranks(g, missing, world, elsewhere=False):
+    if elsewhere:
+        return ("ranks %s of world size %s run on other hosts (every rank of this one is here): "
+                "`stalldiag merge` their reports with this one" % (missing, world))
     return "ranks %s of world size %s never joined (no process with that RANK in the inspected tree)" % (
         missing, world)
 

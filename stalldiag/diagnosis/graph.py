@@ -179,6 +179,7 @@ class WaitGraph:
         self.window_samples = max([v.n_samples for v in self.views] + [0])
         self.unix_peers = facts.unix_peers
         self.tcp_peers = facts.tcp_peers
+        self.collectives = facts.collectives   # the ranks' Flight Recorders, None: not read
         for _call, members in self.barriers:
             for view in members:
                 view.kind = "collective"

@@ -12,7 +12,7 @@ matter).
 import os
 
 from ..knowledge.frames import own_frames
-from ..knowledge.ranks import LOCAL_RANK_VARS, first_var
+from ..knowledge.ranks import LOCAL_RANK_VARS, WORLD_SIZE_VARS, first_var
 from .explain import frame_text
 
 STACK_FRAMES = 16     # frames of a rank's main thread its row keeps, innermost first
@@ -58,6 +58,7 @@ def rank_rows(d):
             "gpus": d.devices_of(pid),
             "stack": stack,
             "stack_depth": depth,
+            "world_size": first_var(env, WORLD_SIZE_VARS),
         })
     return sorted(rows, key=lambda r: r["rank"])
 

@@ -435,6 +435,28 @@ class Facts:
     tool: Optional[Dict[str, Any]]
     schema_version: Any
     hostname: Optional[str]
+    collectives: Optional["Collectives"] = None
+
+
+@dataclass(frozen=True)
+class Collectives:
+    """The ranks' Flight Recorders as the probe read them (probes/flight_recorder.py): the ways
+    out the job armed, each rank's record (its groups' last sequence ids and the entries around
+    them, as captured), the ranks not read and why, and what to set next time."""
+    armed: List[str]
+    ranks: List[Dict[str, Any]]
+    unread: List[Dict[str, Any]]
+    next_time: List[str]
+    read_s: Optional[float] = None
+
+    @classmethod
+    def of(cls, capture):
+        raw = capture.get("collectives")
+        if not isinstance(raw, dict):
+            return None
+        return cls(armed=list(raw.get("armed") or []), ranks=[r for r in raw.get("ranks") or [] if isinstance(r, dict)],
+                   unread=[u for u in raw.get("unread") or [] if isinstance(u, dict)],
+                   next_time=list(raw.get("next_time") or []), read_s=raw.get("read_s"))
 
 
 def read(capture):
@@ -454,7 +476,8 @@ def read(capture):
         unix_peers=dict(_by_int(capture.get("unix_peers"))), tcp_peers=dict(_by_int(capture.get("tcp_peers"))),
         skipped_children=capture.get("skipped_children") or 0,
         limitations=list(capture.get("limitations") or []), tool=capture.get("tool"),
-        schema_version=capture.get("schema_version"), hostname=(capture.get("host") or {}).get("hostname"))
+        schema_version=capture.get("schema_version"), hostname=(capture.get("host") or {}).get("hostname"),
+        collectives=Collectives.of(capture))
 
 
 # -- the wait probes' records ----------------------------------------------------------------

@@ -184,6 +184,7 @@ def render_incident(incident, all_ranks=False):
         out.append("**Classes:** %s  " % _md_text(v.consensus))
     if v.missing_ranks:
         out.append("**Ranks in no report:** %s  " % v.missing_ranks)
+    out += ["**Flight Recorder:** %s  " % _md_text(line) for line in v.flight_recorder or []]
     hosts = incident.hosts
     out += ["", "## Hosts", "", "%d report%s, %s, %d ranks." % (
         len(hosts), "" if len(hosts) == 1 else "s", hosts_text([h.host for h in hosts]), len(incident.ranks)), ""]

@@ -145,6 +145,7 @@ class RankRow(OpenRecord):
     # first (at most 16 frames), and how deep that stack is; None in reports older than these
     stack: Optional[List[Any]] = None
     stack_depth: Optional[int] = None
+    world_size: Optional[int] = None      # WORLD_SIZE in its environment (merge: the ranks no report has)
     suspect: bool = False
     extra: Dict[str, Any] = _extra()
     keys: Tuple[str, ...] = _keys()
@@ -561,6 +562,7 @@ class IncidentHost:
     ranks: List[int]
     processes: int
     progress: Optional[str]
+    collectives: Optional[List[Any]] = None   # its ranks' Flight Recorder records (not in the JSON)
 
     def to_dict(self):
         return {"host": self.host, "file": self.file, "category": self.category, "summary": self.summary,
@@ -635,7 +637,9 @@ class IncidentVerdict:
     suspects: Optional[List[Suspect]] = None
     # the classes in one sentence: "ranks 0-4094: collective in all_reduce ...; rank 4095: ..."
     consensus: Optional[str] = None
-    missing_ranks: Optional[str] = None   # ranks below the highest one seen that no report has ("8-15")
+    missing_ranks: Optional[str] = None   # ranks of the job (WORLD_SIZE, else up to the highest seen) no report has
+    # what the ranks' Flight Recorders say, every host's read together (diagnosis/collectives.py)
+    flight_recorder: Optional[List[str]] = None
 
     def to_dict(self):
         out = {"category": self.category, "summary": self.summary, "host": self.host, "rank": self.rank,
@@ -646,6 +650,8 @@ class IncidentVerdict:
             out["consensus"] = self.consensus
         if self.missing_ranks is not None:
             out["missing_ranks"] = self.missing_ranks
+        if self.flight_recorder:
+            out["flight_recorder"] = self.flight_recorder
         return out
 
 

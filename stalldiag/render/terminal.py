@@ -158,6 +158,7 @@ def render_incident(incident, all_ranks=False):
         out.append(v.consensus)
     if v.missing_ranks:
         out.append("ranks in no report: %s" % v.missing_ranks)
+    out += ["flight recorder: %s" % line for line in v.flight_recorder or []]
     hosts = incident.hosts
     out += ["", "Hosts: %d report%s, %s, %d ranks" % (len(hosts), "" if len(hosts) == 1 else "s",
                                                        hosts_text([h.host for h in hosts]), len(incident.ranks))]

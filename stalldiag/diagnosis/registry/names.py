@@ -74,6 +74,10 @@ class M(str, Enum):
     THREADS_OVERSUBSCRIBED = "threads-oversubscribed"
     DEBUG_MODE = "debug-mode"
     COMPILE_SETTINGS = "compile-settings"
+    # the ranks' Flight Recorders (diagnosis/collectives.py): the rank behind, a mismatch at a seq id
+    COLLECTIVE_BEHIND = "collective-behind"
+    COLLECTIVE_RECORD_MISMATCH = "collective-record-mismatch"
+    FLIGHT_RECORDER_OFF = "flight-recorder-off"
 
     # -- context: evidence around a verdict --------------------------------------------------------
     LOCK_HOLDER = "lock-holder"
@@ -96,3 +100,4 @@ class M(str, Enum):
     COMPILER_PROCESSES = "compiler-processes"
     D_STATE = "d-state"
     KNOBS_SET = "knobs-set"
+    COLLECTIVE_RECORD = "collective-record"

@@ -40,6 +40,7 @@ progress model each take the first row found that bears on them.  Nothing else o
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Tuple
 
+from .. import collectives
 from .. import detectors as found
 from .. import formatter as say
 from .. import gpu
@@ -209,6 +210,18 @@ _QUALIFYING = (
                clause=gpu.launch_bound_clause, evidence_line=True, only_with_category=True),
     _qualifies(M.GPU_STARVED, found.shared(gpu.detect), say.gpu_starved, category=("io", "cpu", "locks"),
                clause=gpu.gpu_starved_clause, evidence_line=True, only_with_category=True),
+    # What the ranks' Flight Recorders say (collectives.py): the rank behind, the collective it
+    # never entered, a mismatch at one sequence id; and, when the job armed no way to read them,
+    # what to set next time
+    _qualifies(M.COLLECTIVE_RECORD_MISMATCH, found.on_scene(collectives.mismatch), collectives.gap_text,
+               category="collective", clause=collectives.gap_clause, only_with_category=True, evidence_line=True,
+               report_facts=("record",)),
+    _qualifies(M.COLLECTIVE_BEHIND, found.on_scene(collectives.behind), collectives.gap_text,
+               category="collective", clause=collectives.gap_clause, only_with_category=True, evidence_line=True,
+               report_facts=("record",)),
+    _qualifies(M.FLIGHT_RECORDER_OFF, found.on_scene(collectives.not_armed), collectives.not_armed_text,
+               category="collective", clause=False, only_with_category=True, evidence_line=True,
+               report_facts=("next_time",)),
     # Limits and neighbours (resources.py), at most two named
     # (category None: it qualifies a verdict of any category)
     _qualifies(M.FD_LIMIT, found.on_root(resources.fd_limit), resources.fd_limit_text),
@@ -264,6 +277,7 @@ _CONTEXT = (
     _context(M.COMPILER_PROCESSES, found.on_scene(found.compiler_processes), say.compiler_processes),
     _context(M.D_STATE, found.on_scene(found.d_state), say.d_state),
     _context(M.KNOBS_SET, found.on_scene(settings.knobs_set), settings.knobs_set_text),
+    _context(M.COLLECTIVE_RECORD, found.on_scene(collectives.record), collectives.record_text),
 )
 
 MECHANISMS = _DECIDING + _QUALIFYING + _CONTEXT
