@@ -52,6 +52,13 @@ Layout (schema_version 2):
                                      last_completed}], entries [{pg_id, seq, op, in_sizes, in_dtypes,
                                      out_sizes, out_dtypes, state, retired, frames}], entries_total}],
                                      unread [{rank, pid, source, error}], read_s, next_time [...]}
+  objects                            probes/objects.py, read at the window's end, None when no thread
+                                     waits in a blocking call: {threads [{pid, tid, frame, local,
+                                     type, caller, fact {kind, fields or {not_read}}, text}], idents
+                                     {pid: {thread ident: tid}}, not_read [...]}
+  native                             probes/native.py, at the window's end, None when no process was
+                                     busy: {dumps, seconds, processes {pid: {tid: [[frames leaf first
+                                     [function, file, line]], count]}}}
 """
 import json
 
@@ -72,7 +79,7 @@ PROBE_KEYS = (
     ("resources", lambda: {"available": False, "reason": "not measured"}),
     # the ranks' Flight Recorders, where the job armed a way out for them (probes/flight_recorder.py);
     # optional: a capture without it (older, or no ranks) reads as None
-    ("collectives", None),
+    ("collectives", None), ("native", None),
 )
 
 

@@ -114,6 +114,9 @@ def cli():
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report on stdout instead of the summary.")
 @click.option("--native", is_flag=True,
               help="Add native frames (py-spy --native). This pauses the target at each sample: opt-in.")
+@click.option("--native-dumps", type=click.IntRange(min=0, max=20), default=4, show_default=True,
+              help="Native stack snapshots (py-spy dump --native) of the busiest processes at the window's end, "
+                   "to say where their CPU goes below Python. Each stops the process for one unwind (ms); 0: none.")
 @click.option("--syscalls", type=click.Choice(["sampled", "exact"]), default="sampled", show_default=True,
               help="exact: also count every syscall of every thread (bpftrace, perf or strace).")
 @click.option("--syscalls-backend", type=click.Choice(["bpftrace", "perf", "strace"]), default=None,
@@ -122,15 +125,16 @@ def cli():
               help="Also record local variables of the innermost frames (truncated and redacted). Off by default: "
                    "values may hold data you do not want in a ticket.")
 @UMASK_OPTION
-def inspect(pid, children, match, host_label, duration, rate, stack_rate, outputs, as_json, native, syscalls,
-            syscalls_backend, locals_, umask, slurm_job):
+def inspect(pid, children, match, host_label, duration, rate, stack_rate, outputs, as_json, native, native_dumps,
+            syscalls, syscalls_backend, locals_, umask, slurm_job):
     """Sample process PID (and with --children its whole tree) and say what it waits on.
 
     Without PID, find the training run (GPU holders, launchers, busiest Python jobs) and
     inspect its whole tree from the launcher down."""
     from .session import Inspection
     config = Config(pid=pid, children=children, duration=duration, rate=rate, stack_rate=stack_rate, native=native,
-                    syscalls=syscalls, syscall_backend=syscalls_backend, locals=locals_,
+                    native_dumps=0 if native else native_dumps, syscalls=syscalls,
+                    syscall_backend=syscalls_backend, locals=locals_,
                     host_label=host_label or os.environ.get("SLURMD_NODENAME"))
     if slurm_job is not None:
         from .slurm import inspect_job

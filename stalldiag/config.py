@@ -12,6 +12,7 @@ class Config:
     rate: float = 5.0               # /proc samples per second of every thread
     stack_rate: float = 3.0         # py-spy samples per second per process
     native: bool = False            # py-spy --native: pauses the target at each sample
+    native_dumps: int = 4           # native snapshots of the busiest processes at the window's end
     syscalls: str = "sampled"       # or "exact": every syscall counted (bpftrace, perf, strace)
     syscall_backend: Optional[str] = None
     locals: bool = False            # record local variables of the innermost frames
@@ -31,5 +32,6 @@ class Config:
     def inspect_args(self) -> List[str]:
         """The `stalldiag inspect` options that give this config again (for srun on each node)."""
         return (["--duration", "%g" % self.duration, "--rate", "%g" % self.rate, "--stack-rate", "%g" % self.stack_rate,
-                 "--syscalls", self.syscalls] + (["--native"] if self.native else [])
+                 "--syscalls", self.syscalls, "--native-dumps", str(self.native_dumps)]
+                + (["--native"] if self.native else [])
                 + (["--locals"] if self.locals else []))

@@ -21,6 +21,7 @@ from .probes.gil import GilProbe
 from .probes.gpu import GpuProbe
 from .probes.joins import JoinsProbe
 from .probes.locks import FileLocksProbe
+from .probes.native import NativeProbe
 from .probes.objects import ObjectsProbe
 from .probes.output_tail import OutputTailProbe
 from .probes.resources import JobResourcesProbe
@@ -39,7 +40,8 @@ def default_probes(config=None):
     module is not even imported otherwise), the thread sampler before the probes that read its
     samples, the samplers of the window before those that resolve at its end (at_end)."""
     probes = [ThreadsProbe(), StacksProbe(), GpuProbe(), JobResourcesProbe(), FileLocksProbe(), WakersProbe(),
-              FileWaitsProbe(), GilProbe(), JoinsProbe(), ObjectsProbe(), OutputTailProbe(), FlightRecorderProbe()]
+              FileWaitsProbe(), GilProbe(), JoinsProbe(), ObjectsProbe(), OutputTailProbe(), FlightRecorderProbe(),
+              NativeProbe(dumps=4 if config is None else config.native_dumps)]
     if config is None or config.syscalls == "exact":
         from .probes.syscall_counts import ExactCountsProbe
         probes.insert(0, ExactCountsProbe())

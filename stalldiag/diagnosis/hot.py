@@ -89,6 +89,54 @@ def hot_code(view):
     return HotCode(path, path[call_index], path[call_index - 1][0] if call_index else None, self_time, total, native)
 
 
+@dataclass(frozen=True)
+class NativeHot:
+    function: str                # the innermost named native function, most samples first
+    library: str
+    what: Optional[str]          # a known sink's words (knowledge/native.py), or None
+    entry: Optional[str]         # the native function Python called into, when another
+    share: float
+    samples: int
+
+
+def native_hot(view):
+    """The NativeHot of a thread's native snapshots, or None when none was taken."""
+    from ..knowledge import native as table
+    stacks = view.native_stacks
+    total = sum(n for _frames, n in stacks)
+    if not total:
+        return None
+    leaves, entries, libraries = Counter(), Counter(), {}
+    for frames, n in stacks:
+        natives = []
+        for function, path, _line in frames:
+            if path.endswith(".py") or path.startswith("<"):
+                break           # the Python frame that called into native code
+            natives.append((function, path))
+        names = [(f, p) for f, p in natives if table.named(f)]
+        if not names:
+            continue
+        leaves[names[0]] += n
+        entries[names[-1]] += n
+    if not leaves:
+        return None
+    (function, path), n = leaves.most_common(1)[0]
+    entry = entries.most_common(1)[0][0][0] if entries else None
+    return NativeHot(function, table.library_of(path), table.sink(function, path),
+                     entry if entry != function else None, n / total, total)
+
+
+def native_text(native):
+    """The sentence of a NativeHot: "below Python: sre_ucs1_match (libpython3.11, CPython's regex
+    engine), entered through _sre_SRE_Pattern_match, in 100% of 4 native snapshots"."""
+    from .explain import pct
+    what = "%s, %s" % (native.library, native.what) if native.what else native.library
+    text = "below Python: %s (%s)" % (native.function, what)
+    if native.entry:
+        text += ", entered through %s" % native.entry
+    return text + ", in %s of %d native snapshots" % (pct(native.share), native.samples)
+
+
 def hot_text(hot):
     """"its CPU goes to format_stack (traceback.py:213), called from _generate_state
     (torch/utils/data/_utils/worker.py:94), in 97% of samples; self time: getline 41%, ...\""""

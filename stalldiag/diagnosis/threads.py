@@ -86,6 +86,8 @@ class ThreadView:
         # the objects its waiting frames hold, innermost first (probes/objects.py); [] when none
         # was read (None in `facts.objects`: the probe did not run)
         self.objects = facts.objects.of_thread(proc.pid, thread.tid) if facts.objects else []
+        # native snapshots at the window's end (probes/native.py): where its CPU goes below Python
+        self.native_stacks = facts.native.get((proc.pid, thread.tid), [])
         self.frame_matches = frame_table.match_stack(self.top_stack) if self.top_stack else []
         self.frame_kind = _wait_frame_kind(self.top_stack, self.frame_matches)
         self.context_share = _context_share(self.stacks, self.n_framed_samples)

@@ -422,6 +422,7 @@ class Facts:
     file_waits: Dict[Any, "FileWait"]
     joins: Dict[Any, "Join"]
     objects: Optional["Objects"]
+    native: Dict[Any, List[Any]]          # (pid, tid) -> [(frames leaf first, count)] (probes/native.py)
     gil: Dict[int, "GilOwner"]
     wakers: Dict[Any, List["WakerRecord"]]
     output: Dict[int, OutputTail]        # pid -> the last lines it wrote
@@ -470,7 +471,8 @@ def read(capture):
         window=Window.of(capture), machine=Machine.of(capture), processes=processes(capture),
         frames=list(capture.get("frames") or []), stacks=list(capture.get("stacks") or []),
         gpu=Gpus.of(capture), resources=Resources.of(capture),
-        file_locks=file_locks, file_waits=file_waits, joins=joins, objects=Objects.of(capture), gil=gil, wakers=wakers,
+        file_locks=file_locks, file_waits=file_waits, joins=joins, objects=Objects.of(capture), native=native_samples(capture),
+        gil=gil, wakers=wakers,
         output=output_tails(capture), output_raw=dict(capture.get("output_tail") or {}),
         syscall_errors=syscall_errors(capture), exact_syscalls=exact if isinstance(exact, dict) else None,
         unix_peers=dict(_by_int(capture.get("unix_peers"))), tcp_peers=dict(_by_int(capture.get("tcp_peers"))),
@@ -612,6 +614,22 @@ class WakerRecord:
     mount: Optional[Dict[str, Any]] = None   # the file system a file wait is on, and who serves it
     kernel_stack: List[str] = field(default_factory=list)
     why_unseen: Optional[str] = None
+
+
+def native_samples(capture):
+    """{(pid, tid): [(frames, count)]} of the native snapshots at the window's end; frames are
+    (function, file, line) tuples, leaf first."""
+    raw = capture.get("native")
+    out = {}
+    if not isinstance(raw, dict):
+        return out
+    for pid, threads in _by_int(raw.get("processes")):
+        for tid, stacks in _by_int(threads):
+            try:
+                out[(pid, tid)] = [(tuple(tuple(f) for f in frames), int(n)) for frames, n in stacks or []]
+            except (TypeError, ValueError):
+                continue
+    return out
 
 
 def waits(capture):

@@ -10,7 +10,7 @@ from typing import List
 from .category import CATEGORIES, SUMMARY  # noqa: F401
 from .evidence import lines as evidence_lines
 from .explain import blocking_text, detail_text, doing, frame_text, pct, process_text
-from .hot import hot_code, hot_text
+from .hot import hot_code, hot_text, native_hot, native_text
 from .motion import runaway
 from .registry import table
 from .summaries import first_framework_frame
@@ -70,16 +70,25 @@ def generic(scene, decision):
         text += "; waiting " + blocked      # (the call it waits in says more than a futex's address)
     elif what:
         text += "; %s on %s" % ("between runs, waits" if culprit.kind == "cpu" else "waiting", what)
-    if spins:
+    native = native_hot(culprit) if category in ("cpu", "cuda") else None
+    if spins and native is not None and native.what and not native.what.startswith("the interpreter"):
+        # the native frames tell the two apart: a call that never returns, not a Python loop
+        text += ("; it spins: every stack sample at that one line, no syscall, no output: one call that does "
+                 "not return, in %s" % native.what)
+    elif spins:
         text += ("; it spins: every stack sample at that one line, no syscall, no output (a busy-wait on a "
                  "condition nothing changes, or a runaway call)")
     elif hot is not None:
         text += "; " + hot_text(hot)
+    if native is not None and category == "cpu":
+        text += "; " + native_text(native)
     tool = scene.walk.tool_of(culprit)
     if category == "cuda" and culprit.kind == "cuda":
         running = culprit.activity.get("running", 0) / culprit.n_samples if culprit.n_samples else 0
         spin = " (the CUDA driver spin-waits: %s on CPU)" % pct(running) if running >= 0.5 else ""
         text = "%s: %s waits for the GPU at %s%s" % (head, culprit.label, frame_text(culprit.user_frame()), spin)
+        if native is not None:
+            text += "; " + native_text(native)
     elif category == "collective" and culprit.pid != focus.pid:
         text = "%s: %s %s waits in %s; %s %s is elsewhere, %s%s" % (
             head, g.roles.get(focus.pid), focus.label,

@@ -95,6 +95,20 @@ def pyspy_dump(pid, with_locals=False, binary=None):
         return None
 
 
+def pyspy_native_dump(pid, binary=None):
+    """The threads of one `py-spy dump --json --native` of pid, or None.  Native unwinding stops
+    the process for the moment of the unwind (py-spy attaches, reads, detaches)."""
+    binary = binary or find_pyspy()
+    if binary is None:
+        return None
+    argv = [binary, "dump", "--pid", str(pid), "--json", "--native"]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=10, preexec_fn=die_with_parent)
+        return json.loads(out.stdout) if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
 def dumped_tid(pid, thread, ids):
     """The kernel tid of a thread in py-spy's dump: its os_thread_id, or (Python < 3.11)
     its pthread id mapped through ids (a ThreadIdMap); None if it cannot be matched."""
