@@ -206,6 +206,13 @@ time.sleep(120)
 
 # Rows whose recorded verdict is still wrong, and why (strict: a fix makes the test say so).
 KNOWN_WRONG = {
+    "dataloader_exit_hang_queue_feeder_full_pipe": "the main process's queue feeder waits on the queue's write lock, "
+                                                   "a process-shared lock a terminated worker held: said as a lock "
+                                                   "wait (medium); the reporter files the undrained pipe behind it "
+                                                   "as I/O",
+    "gpu_cuda_launch_blocking_left_set": "CUDA_LAUNCH_BLOCKING set inside the script (os.environ before torch is "
+                                         "imported) is not in /proc/PID/environ, and a host thread waiting on the "
+                                         "autograd engine while the GPU idles reads as launch-bound CPU work",
     "blend_empty_shard_spin": "a DataLoader worker spinning in a pure-Python generator over several lines, "
                               "with library calls between, moves like a worker preprocessing a heavy batch: "
                               "'making progress' (its category, cpu, is right)",

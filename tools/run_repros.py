@@ -16,6 +16,7 @@ helpers wrote it (docs/validation.md tells the rounds): --round rk runs that set
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,8 +49,8 @@ def manifests(paths=None):
 
 
 def interpreter(version):
-    if not version or version == "%d.%d" % sys.version_info[:2]:
-        return sys.executable
+    if not version or version == "%d.%d" % sys.version_info[:2] or shutil.which("pyenv") is None:
+        return sys.executable      # (a machine without pyenv runs every row under this Python)
     prefix = subprocess.run(["pyenv", "prefix", version], capture_output=True, text=True).stdout.strip()
     return os.path.join(prefix, "bin", "python3") if prefix else sys.executable
 

@@ -154,6 +154,8 @@ def _category(g, walk, findings, kind, link):
     found = {f.kind for f in findings}
     for mechanism, category in table.CATEGORY_OF:
         if mechanism in found:
+            if mechanism == M.DEADLOCK and _pipes_with_a_child(g, walk, findings):
+                return "subprocess", None
             return category, None
     if kind == "retry" or not ROOTS[kind][1]:
         # a mechanism that explains a root which explains nothing itself (a lock file's holder
@@ -167,6 +169,21 @@ def _category(g, walk, findings, kind, link):
         words = BOUNDARIES[link] if link else None
         return category, (words[1] if words and words[0] != category else None)
     return decide(kind, link)
+
+
+def _pipes_with_a_child(g, walk, findings):
+    """A deadlock of pipes alone (no lock, no join) whose first wait is the focus's on a child of
+    its own: a parent reading its child's output while the child reads input only the parent can
+    close.  No lock is involved; the first wait, on the child, names it."""
+    cycle = next((f for f in findings if f.kind == M.DEADLOCK), None)
+    edges = (cycle.facts.get("edges") or []) if cycle is not None else []
+    if not edges or any(e.kind not in ("peer", "child") or e.facts.get("via") != "pipe" for e in edges):
+        return False
+    if len(walk.chain) < 2:
+        return False
+    first, second = walk.chain[0], walk.chain[1]
+    proc = g.procs.get(second.pid)
+    return proc is not None and proc.ppid == first.pid
 
 
 def _basis(g, culprit, kind, link, mechanism, category):

@@ -427,7 +427,8 @@ def waited_peer(g, view):
     threads = [g.thread_on(pid, targets) for pid in peers]
     threads = [t for t in threads if t is not None]
     threads.sort(key=lambda v: (g.halted(v), g.weight(v), peers[v.pid]), reverse=True)
-    return [Edge(view, t, "peer", {"via": "pipe"}, process=True) for t in threads]
+    # peers: how many processes could be the other end (a cycle needs the only one)
+    return [Edge(view, t, "peer", {"via": "pipe", "peers": len(threads)}, process=True) for t in threads]
 
 
 def unfed_pipe(g, view):
@@ -640,6 +641,24 @@ FINDERS = {
     "other": file_lock_holder,
     "io": waited_file,
 }
+
+
+def unread_child(g, view):
+    """Threads of the focus's child processes blocked all window writing a pipe whose reading end
+    the focus's process holds and never reads (a web UI that started training with stdout=PIPE
+    and serves requests instead of reading it): [Edge focus -> that writer]."""
+    out = []
+    own = set(waited_targets(view))
+    for proc in g.live_children(view.pid):
+        for thread in g.by_pid.get(proc.pid, []):
+            if thread.kind != "pipe" or not stuck(thread) or \
+                    not any(label.startswith("write") for label in thread.activity):
+                continue
+            detail = thread.top_detail() or {}
+            target = ((detail.get("fd") if isinstance(detail, dict) else None) or {}).get("target")
+            if target and target not in own and view.pid in g.reader_pids(thread, target):
+                out.append(Edge(view, thread, "child", {"via": "pipe", "target": target}, process=True))
+    return out
 
 
 def busier_thread(g, view):

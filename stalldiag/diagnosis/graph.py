@@ -295,13 +295,20 @@ class WaitGraph:
 
     def writer_pids(self, view, target):
         """Processes the waker probe found holding the writing end of the pipe view reads."""
+        return self._end_pids(view, target, "w")
+
+    def reader_pids(self, view, target):
+        """Processes the waker probe found holding the reading end of the pipe view writes."""
+        return self._end_pids(view, target, "r")
+
+    def _end_pids(self, view, target, mode):
         out = []
         for record in self.wakers.get((view.pid, view.tid), []):
             ends = list(record.ends) if record.target == target else []
             for watched in record.watching:
                 if watched.get("target") == target:
                     ends += watched.get("ends") or []
-            out += [e["pid"] for e in ends if "w" in str(e.get("mode") or "")]
+            out += [e["pid"] for e in ends if mode in str(e.get("mode") or "")]
         return list(dict.fromkeys(out))
 
     def shared_mappers(self, view):

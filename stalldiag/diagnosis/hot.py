@@ -121,9 +121,29 @@ def native_hot(view):
     if not leaves:
         return None
     (function, path), n = leaves.most_common(1)[0]
-    entry = entries.most_common(1)[0][0][0] if entries else None
-    return NativeHot(function, table.library_of(path), table.sink(function, path),
+    sink_of = table.sink(function, path)
+    function = _short_symbol(function)
+    entry = _short_symbol(entries.most_common(1)[0][0][0]) if entries else None
+    return NativeHot(function, table.library_of(path), sink_of,
                      entry if entry != function else None, n / total, total)
+
+
+MAX_SYMBOL = 80
+
+
+def _short_symbol(name):
+    """A C++ symbol without its template and argument lists (`at::native::AVX2::VectorizedLoop2d`
+    of a 600-character instantiation), at most MAX_SYMBOL characters."""
+    out, depth = [], 0
+    for ch in name:
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)" and depth:
+            depth -= 1
+        elif not depth:
+            out.append(ch)
+    short = "".join(out).strip() or name
+    return short if len(short) <= MAX_SYMBOL else short[:MAX_SYMBOL - 3] + "..."
 
 
 def native_text(native):

@@ -200,8 +200,24 @@ def assess(window, procs, views, gpus, halted=()):
                         "an output line or a file written in %.1f s; a long computation and a loop that never "
                         "ends look the same from outside (a longer window, or the job's own output, tells)" % (
                             view.label, view.cpu_seconds, _function_text(view), duration))
+    # the host threads that wait on a GPU: when each sat in one sync call for the whole window in a
+    # process that wrote nothing, the busy GPU ran one kernel all window, and a long kernel and a
+    # spinning one (a flag never set) look the same
+    syncing = [v for v in views if v.kind == "cuda" and v.n_samples]
+    one_kernel = bool(syncing) and all(v in blind or (_in_one_function(v) and _silent(procs_by_pid.get(v.pid)))
+                                       for v in syncing)
     for dev in gpus.values():
         if dev.util is None or dev.util < GPU_WORK or dev.looks_hung:
+            continue
+        if one_kernel and dev.has_gpm and (dev.tensor or 0) < 1 and (dev.sm or 0) >= 50:
+            # (SM busy with no tensor-core work: a matmul-heavy step keeps the tensor cores busy)
+            evidence.append("cannot tell whether GPU %d's work ends: %.0f%% busy%s while %s waited in one sync "
+                            "call all window, no tensor-core work and nothing written; a long kernel and one that "
+                            "spins for ever "
+                            "look the same (a longer window, or the job's own output, tells)" % (
+                                dev.index, dev.util, ", SM %.0f%%" % dev.sm if dev.has_gpm else "",
+                                syncing[0].label))
+            blind = blind or syncing
             continue
         if dev.has_gpm and not dev.real_compute:
             # Busy flag without SM or tensor work: an NCCL kernel waiting for a peer, or a spin.

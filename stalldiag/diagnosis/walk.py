@@ -12,6 +12,7 @@ from typing import Any, List, Optional
 
 from . import edges as edge_finders
 from .motion import stuck
+from .views import waited_targets
 from .types import Edge, Finding
 from .registry.names import M
 
@@ -53,6 +54,11 @@ def walk(g, focus):
     while len(chain) < MAX_CHAIN:
         current = chain[-1]
         candidates = edge_finders.edges_of(g, current)
+        if current is focus and current.kind in ("sleep", "poll", "other", "tty", "network") \
+                and (current.pid, current.tid) not in g.file_waits:
+            # a child stuck writing a pipe the focus holds and does not read comes first: the
+            # focus (a server waiting for clients) is idle because of it, not by design
+            candidates = edge_finders.unread_child(g, current) + candidates
         if current is focus and current.kind in ("sleep", "poll", "other", "tty") \
                 and (current.pid, current.tid) not in g.file_waits:
             candidates = candidates + edge_finders.busier_thread(g, current)
@@ -65,7 +71,9 @@ def walk(g, focus):
             back = _back_onto(chain, edge)
             if back is not None:
                 loop = chain[back:]
-                if not edge.guess and all(stuck(v) for v in loop) and stuck(edge.waker):
+                ring = into[back + 1:] + [edge]
+                if not edge.guess and all(stuck(v) for v in loop) and stuck(edge.waker) \
+                        and not any(_shared_pipe(g, e) for e in ring):
                     end, cycle = edge, loop
                     ring = into[back + 1:] + [edge]
                     said.append(Finding.about(_cycle_kind(ring), edge.waker, cycle=loop, edges=ring))
@@ -104,11 +112,46 @@ def undrained_pipe(g, walk):
         fd = detail.get("fd") if isinstance(detail, dict) else None
         if fd and fd.get("target") in g.procs[reader.pid].endpoints:
             return writer, fd, reader
-    return None
+    return _unread_pipe_at_root(g, walk.root, walk.chain)
+
+
+def _unread_pipe_at_root(g, writer, chain):
+    """The chain's end blocked writing a pipe all window whose reading end only processes hold
+    that do not read it (its reader died; the parent that made the pipe keeps a copy and waits on
+    something else): (writer, fd, the holder's thread), else None."""
+    if writer is None or not _writes_pipe(writer) or not stuck(writer):
+        return None
+    detail = writer.top_detail() or {}
+    fd = detail.get("fd") if isinstance(detail, dict) else None
+    target = (fd or {}).get("target")
+    if not target:
+        return None
+    holders = [pid for pid in g.reader_pids(writer, target) if pid != writer.pid and pid in g.procs]
+    if not holders:
+        return None
+    for pid in holders:
+        if any(target in waited_targets(v) for v in g.by_pid.get(pid, [])):
+            return None      # a thread of it reads the pipe (slowly): not undrained
+    # the holder nearest the writer on the chain (the shell that runs it, not the job above it)
+    nearest = [v.pid for v in reversed(chain) if v.pid in holders]
+    reader = g.most_telling_thread(nearest[0] if nearest else holders[0])
+    return (writer, fd, reader) if reader is not None else None
 
 
 def _writes_pipe(view):
     return view.kind == "pipe" and any(label.startswith("write") for label in view.activity)
+
+
+def _shared_pipe(g, edge):
+    """A pipe edge whose writing end other processes hold too (a parent keeps both ends of every
+    pipe it made for its children): the waker is one possible writer, not the one, so the edge
+    cannot close a cycle."""
+    if edge is None or edge.kind != "peer" or edge.facts.get("via") != "pipe" or _writes_pipe(edge.waiter):
+        return False   # (a writer blocked on a full pipe waits on its reader, whoever else holds it)
+    if edge.facts.get("peers", 1) > 1:
+        return True
+    writers = {pid for pid in g.writer_pids(edge.waiter, edge.facts.get("target")) if pid != edge.waiter.pid}
+    return len(writers) > 1
 
 
 def _cycle_kind(ring):

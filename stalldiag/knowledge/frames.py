@@ -303,7 +303,8 @@ FRAMEWORK_PATTERNS = [
 # cannot show (tensor.item(), .cpu(), .tolist(), .numpy()).  Only counted for a
 # process that holds a GPU (an open /dev/nvidia* or NVML memory).
 SOURCE_PATTERNS = [
-    ("prompt", re.compile(r"\b(raw_)?input\(|stdin\.(readline|read)\(|\bgetpass\(|\bbreakpoint\(|"
+    # (stdin.read() with no size reads to end of input: data piped in, not an answer awaited)
+    ("prompt", re.compile(r"\b(raw_)?input\(|stdin\.(readline\(|read\(\s*[1-9])|\bgetpass\(|\bbreakpoint\(|"
                           r"set_trace\(|\bconfirm\(|\bprompt\("), "prompt",
      "the line asks for input on stdin: a person at a prompt is to answer it"),
     ("torch.cuda", re.compile(r"\.(item|cpu|tolist|numpy)\(\)|cuda\.synchronize\(|\.synchronize\(\)|"

@@ -42,6 +42,8 @@ PROGRESS_UNDECIDABLE = {
 
 
 def _needs(row):
+    if row.get("gpu"):
+        return "needs an NVIDIA GPU (its capture, recorded on the H200, is replayed in tests/replay)"
     if "torch" in open(os.path.join(run_repros.ROOT, row["file"])).read():
         try:
             import torch  # noqa: F401
@@ -55,7 +57,7 @@ def _needs(row):
 # right on a lucky run (a loaded machine makes cpuset_shrunk_omp_threads's threads wait for a
 # CPU), so a live run of those of the fourth round (rh, ri, rj) proves nothing
 ROUND = {row["id"]: row["round"] for row in ROWS}
-STILL_WRONG = {rid: why for rid, why in KNOWN_WRONG.items() if ROUND[rid] in ("rh", "ri", "rj")}
+STILL_WRONG = {rid: why for rid, why in KNOWN_WRONG.items() if ROUND[rid] in ("rh", "ri", "rj", "rm", "rn")}
 
 
 # Right in their recorded capture, but what they reproduce depends on this machine's speed.
