@@ -99,8 +99,12 @@ class NativeHot:
     samples: int
 
 
+NATIVE_SHARE = 0.5   # share of the native snapshots one function must lead to be named
+
+
 def native_hot(view):
-    """The NativeHot of a thread's native snapshots, or None when none was taken."""
+    """The NativeHot of a thread's native snapshots, or None when none was taken or no one native
+    function was innermost in at least NATIVE_SHARE of them."""
     from ..knowledge import native as table
     stacks = view.native_stacks
     total = sum(n for _frames, n in stacks)
@@ -121,6 +125,8 @@ def native_hot(view):
     if not leaves:
         return None
     (function, path), n = leaves.most_common(1)[0]
+    if n / total < NATIVE_SHARE:
+        return None
     sink_of = table.sink(function, path)
     function = _short_symbol(function)
     entry = _short_symbol(entries.most_common(1)[0][0][0]) if entries else None
