@@ -74,11 +74,26 @@ def root_kind(d, view):
         return "lock"
     if not wait and d.retry(view):
         return "retry"
+    if view.kind == "cpu" and _gpu_saturated(d, view):
+        return "gpu-saturated"
     if view.kind == "cpu" and view.state is not None and view.state.condition == "throttled" and \
             not runaway(view, d.procs.get(view.pid)):
         # (a spin kept from a CPU is still a spin: more CPU would not end it)
         return "cpu-starved"
     return view.kind if view.kind in ROOTS else "unknown"
+
+
+SATURATED_UTIL = 90   # % of the window a GPU was busy
+
+
+def _gpu_saturated(d, view):
+    """A thread of a process whose GPU was busy almost all window with real compute (SM or tensor
+    activity, not a busy flag over a waiting kernel)."""
+    for index in d.devices_of(view.pid) or ():
+        dev = d.gpus.get(index)
+        if dev is not None and (dev.util or 0) >= SATURATED_UTIL and dev.real_compute and not dev.looks_hung:
+            return True
+    return False
 
 
 def boundary_of(d, walk):
@@ -144,6 +159,10 @@ def decide_category(scene, findings):
     culprit = walk.root
     kind = root_kind(g, culprit)
     link = boundary_of(g, walk)[0]
+    if kind == "gpu-saturated":
+        # it feeds a GPU that computes all the time: the GPU sets the pace, not its CPU; where
+        # others wait on it through a link (a collective), the link's category stands
+        kind = "cuda" if link is None else "cpu"
     mechanism = table.deciding(findings)
     category, through = _category(g, walk, findings, kind, link)
     return Decision(category, through, culprit, kind, link, mechanism, _basis(g, culprit, kind, link, mechanism,
