@@ -1,0 +1,29 @@
+"""A healthy Hugging Face Trainer run on the CPU (issue 33): the CPU verdict names the code its CPU
+goes to (the backward under the Trainer's step), never the script's `<module>` line."""
+import pytest
+
+from helpers import inspect_json
+
+pytestmark = pytest.mark.live
+
+try:
+    import transformers  # noqa: F401
+    import accelerate  # noqa: F401
+    HAVE_HF = True
+except ImportError:
+    HAVE_HF = False
+
+
+@pytest.mark.alone
+@pytest.mark.skipif(not HAVE_HF, reason="needs transformers and accelerate (requirements-test.txt)")
+def test_a_healthy_trainer_run_names_its_hot_code(launch):
+    w = launch("hf_trainer_cpu_healthy.py", settle=1.0)
+    report = inspect_json(w.pid, duration=4)
+    verdict = report["verdict"]
+    assert verdict["category"] == "cpu", verdict["summary"]
+    assert verdict["progress"]["state"] == "making progress", verdict["progress"]
+    summary = verdict["summary"]
+    assert "its CPU goes to" in summary, summary
+    hot = summary.split("its CPU goes to", 1)[1]
+    assert not hot.lstrip().startswith("<module>"), summary
+    assert any(word in hot for word in ("backward", "forward", "training_step", "Linear", "attention")), summary
