@@ -150,7 +150,10 @@ class ProcessRecord:
         except procfs.ProcfsError as exc:
             self._error("status", exc)
         try:
-            info["env"] = procfs.environ_subset(pid, redact.ENV_ALLOWED)
+            # known knobs only, each value redacted by the same rules as every text (a URL with a
+            # token in NCCL_* or a path with a key in it stays out of the report)
+            env = procfs.environ_subset(pid, redact.ENV_ALLOWED)
+            info["env"] = {k: redact.redact_text(v) for k, v in env.items()}
         except procfs.ProcfsError as exc:
             info["env"] = {}
             self._error("environ", exc)
