@@ -41,7 +41,7 @@ def default_probes(config=None):
     samples, the samplers of the window before those that resolve at its end (at_end)."""
     probes = [ThreadsProbe(), StacksProbe(), GpuProbe(), JobResourcesProbe(), FileLocksProbe(), WakersProbe(),
               FileWaitsProbe(), GilProbe(), JoinsProbe(), ObjectsProbe(), OutputTailProbe(), FlightRecorderProbe(),
-              NativeProbe(dumps=4 if config is None else config.native_dumps)]
+              NativeProbe(dumps=3 if config is None else config.native_dumps)]
     if config is None or config.syscalls == "exact":
         from .probes.syscall_counts import ExactCountsProbe
         probes.insert(0, ExactCountsProbe())

@@ -4,8 +4,8 @@ py-spy's Python frames stop at the call into C: a thread at 100% of a core "in" 
 `loss.backward()` spends it in a regex engine, an ATen kernel, an OpenMP barrier or the CUDA driver,
 and only the native frames say which.  Native unwinding must stop the target for the moment of
 each sample (py-spy --native), so it is not done over the window: at its end, for at most
-MAX_PROCESSES processes whose threads ran most of the window, NATIVE_DUMPS `py-spy dump --native`
-snapshots, SPACING_S apart.  Each stops the process for the time of one unwind (a few ms: the
+MAX_PROCESSES processes whose threads ran most of the window (those on a provisional verdict's
+chain first), `--native-dumps` `py-spy dump --native` snapshots, SPACING_S apart.  Each stops the process for the time of one unwind (a few ms: the
 overhead is measured in docs/benchmarks.md).  --native-dumps 0 turns it off; --native (every sample
 native) makes it redundant.
 """
@@ -19,7 +19,7 @@ from .file_waits import syscall_share
 from .stacks import dumped_tid, find_pyspy, pyspy_native_dump
 from .thread_ids import ThreadIdMap
 
-MAX_PROCESSES = 3
+MAX_PROCESSES = 2
 MIN_RUNNING = 0.5          # share of a thread's /proc samples on a CPU
 SPACING_S = 0.1
 MAX_FRAMES = 24            # leaf-first frames kept per sample
@@ -70,7 +70,7 @@ class NativeProbe(Probe):
     Section = NativeSection
     at_end = True
 
-    def __init__(self, dumps=4):
+    def __init__(self, dumps=3):
         self.dumps = dumps
 
     def stop(self, ctx):
@@ -81,6 +81,12 @@ class NativeProbe(Probe):
             return self.Section()
         live = [r for r in ctx.sampler.records.values() if r.exited_at is None]
         busy = busy_processes(live)
+        # the busy processes on a provisional verdict's chain first (each snapshot costs the target
+        # a stop and us a py-spy start), else the busiest
+        from .objects import chain_pids
+        on_chain = chain_pids(ctx) if busy else None
+        if on_chain:
+            busy = [item for item in busy if item[0] in on_chain][:MAX_PROCESSES] or busy[:1]
         if not busy:
             return self.Section()
         start = time.monotonic()
