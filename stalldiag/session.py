@@ -38,10 +38,11 @@ def default_probes(config=None):
     """The probes a Config asks for (every one without a Config), in the order they start, tick and
     stop: exact counting first (the window starts once it runs; only with --syscalls exact, so its
     module is not even imported otherwise), the thread sampler before the probes that read its
-    samples, the samplers of the window before those that resolve at its end (at_end)."""
+    samples, the samplers of the window before those that resolve at its end (at_end); the last
+    lines written last of all, so that their ages are those of the report."""
     probes = [ThreadsProbe(), StacksProbe(), GpuProbe(), JobResourcesProbe(), FileLocksProbe(), WakersProbe(),
-              FileWaitsProbe(), GilProbe(), JoinsProbe(), ObjectsProbe(), OutputTailProbe(), FlightRecorderProbe(),
-              NativeProbe(dumps=3 if config is None else config.native_dumps)]
+              FileWaitsProbe(), GilProbe(), JoinsProbe(), ObjectsProbe(), FlightRecorderProbe(),
+              NativeProbe(dumps=3 if config is None else config.native_dumps), OutputTailProbe()]
     if config is None or config.syscalls == "exact":
         from .probes.syscall_counts import ExactCountsProbe
         probes.insert(0, ExactCountsProbe())

@@ -135,10 +135,12 @@ def _basis(scene, findings, decision, c):
         c.settle.append(LONGER)
         if root not in ("cpu",):
             c.settle.append("--syscalls exact, to see every wake-up of the threads involved")
-    unread = object_not_read(culprit) if culprit is not None and decision.category == "locks" else None
+    closed = decision.mechanism is not None and table.row(decision.mechanism).rests_on == "closed"
+    unread = object_not_read(culprit) if culprit is not None and decision.category == "locks" and not closed else None
     if unread:
         # the object the culprit waits on was there to read and could not be: its state (who
-        # holds it, how many arrived) is what a lock verdict stands on
+        # holds it, how many arrived) is what a lock verdict stands on, unless a closed mechanism
+        # (a cycle of holders) proves it without the object
         c.cap("medium", "the object the culprit waits on could not be read")
         c.unknown.append("the state of the object %s waits on (%s)" % (culprit.label, unread))
         c.settle.append("--locals, with the permissions to read the target's memory")

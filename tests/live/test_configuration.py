@@ -1,6 +1,7 @@
 """The job's configuration, read with the signal it explains (issue 33): each on a real workload
 started with the environment or flags a real job would carry."""
 import os
+import re
 import sys
 
 import pytest
@@ -36,7 +37,8 @@ def test_openmp_threads_beyond_the_cpus_are_named_beside_a_cpu_verdict(launch):
     assert verdict["category"] == "cpu", verdict["summary"]
     assert "threads-oversubscribed" in kinds(report), verdict["summary"]
     said = finding(report, "threads-oversubscribed")["summary"]
-    assert "OMP_NUM_THREADS" in said and "4 processes" in said, said
+    # (4 processes; on a loaded machine one may not have started its OpenMP pool yet)
+    assert "OMP_NUM_THREADS" in said and re.search(r"\b[34] processes run up to 8 OMP threads", said), said
     # the OpenMP workers (no Python frame, between futex barriers) compute: never a lock wait
     assert not verdict["summary"].startswith("Blocked on a lock"), verdict["summary"]
 
