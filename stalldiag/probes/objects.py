@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
-from .. import pyobjects, sources
+from .. import sources
 from ..knowledge import blocking
 from ..redact import redact_text
 from .base import Section, StackWaitProbe
@@ -104,6 +104,7 @@ def _waiting_frames(stack):
 
 
 def _lock_taken(pid, reader, stack):
+    from .. import pyobjects
     """The lock the innermost frame's line takes, when that frame is the user's and the lock is
     reachable from one of its locals (`self._lock`, `lock`): {"frame", "local", "type", "fact",
     "text"}, else None.  A module global is not in py-spy's locals: said so, not guessed."""
@@ -135,6 +136,7 @@ def _lock_taken(pid, reader, stack):
 def read_objects(pid, tids, dumped, deadline):
     """[{"tid", "frame", "local", "type", "fact", "text"}] of the objects the waiting frames of
     tids hold, and [reasons] for what could not be read."""
+    from .. import pyobjects   # (25 ms to import: only where an object is to be read)
     version = pyobjects.version_from_maps(pid)
     if not pyobjects.is_read(version):
         return [], ["pid %d: its objects were not read (%s)" % (pid, version.reason)]

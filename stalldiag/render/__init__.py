@@ -7,7 +7,6 @@ the same renderers.
 import os
 from typing import Optional, Protocol, Tuple, runtime_checkable
 
-from .html import HtmlRenderer
 from .json_report import JsonRenderer
 from .markdown import MarkdownRenderer
 from .model import Incident, Report
@@ -28,7 +27,24 @@ class Renderer(Protocol):
         every rank on a line of its own, besides the classes and outliers."""
 
 
-RENDERERS = {r.format: r for r in (TextRenderer(), MarkdownRenderer(), HtmlRenderer(), JsonRenderer(),
+class _HtmlOnDemand:
+    """The HTML renderer, imported the first time a page is written (its module, the chain picture
+    and the page's assets cost every start 5 ms otherwise)."""
+    format = "html"
+    extensions = (".html", ".htm")
+
+    def _real(self):
+        from .html import HtmlRenderer
+        return HtmlRenderer()
+
+    def render(self, report, color=False):
+        return self._real().render(report, color=color)
+
+    def render_incident(self, incident, color=False, all_ranks=False):
+        return self._real().render_incident(incident, color=color, all_ranks=all_ranks)
+
+
+RENDERERS = {r.format: r for r in (TextRenderer(), MarkdownRenderer(), _HtmlOnDemand(), JsonRenderer(),
                                    SpeedscopeRenderer())}
 
 
