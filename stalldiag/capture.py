@@ -83,7 +83,7 @@ PROBE_KEYS = (
 )
 
 
-def build(host, request, window, sections, limitations=()):
+def build(host, request, window, sections, limitations=(), cleaned=True):
     """The capture of one inspection: where (host), what was asked (request), the sampling window,
     and each probe's Section (probes/base.py) writing its part, in the order given.  limitations:
     what the request itself gives up (--native); each section's follow, in the sections' order."""
@@ -97,7 +97,8 @@ def build(host, request, window, sections, limitations=()):
     for section in sections:
         section.write(capture)
         capture["limitations"].extend(section.limitations)
-    return clean(capture)
+    # (a provisional capture read in place and thrown away needs no cleaning for the page)
+    return clean(capture) if cleaned else capture
 
 
 MAX_STRING = 4096        # a 100 KB command line argument is cut here

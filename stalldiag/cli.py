@@ -114,9 +114,10 @@ def cli():
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report on stdout instead of the summary.")
 @click.option("--native", is_flag=True,
               help="Add native frames (py-spy --native). This pauses the target at each sample: opt-in.")
-@click.option("--native-dumps", type=click.IntRange(min=0, max=20), default=3, show_default=True,
-              help="Native stack snapshots (py-spy dump --native) of the busiest processes at the window's end, "
-                   "to say where their CPU goes below Python. Each stops the process for one unwind (ms); 0: none.")
+@click.option("--native-dumps", type=click.IntRange(min=0, max=20), default=0, show_default=True,
+              help="Take N native stack snapshots (py-spy dump --native) of the busiest processes at the window's "
+                   "end, to say where their CPU goes below Python. Each stops the process for one unwind (ms): "
+                   "opt-in.")
 @click.option("--syscalls", type=click.Choice(["sampled", "exact"]), default="sampled", show_default=True,
               help="exact: also count every syscall of every thread (bpftrace, perf or strace).")
 @click.option("--syscalls-backend", type=click.Choice(["bpftrace", "perf", "strace"]), default=None,

@@ -12,7 +12,7 @@ class Config:
     rate: float = 5.0               # /proc samples per second of every thread
     stack_rate: float = 3.0         # py-spy samples per second per process
     native: bool = False            # py-spy --native: pauses the target at each sample
-    native_dumps: int = 3           # native snapshots of the busiest processes at the window's end
+    native_dumps: int = 0           # native snapshots of the busiest processes at the window's end
     syscalls: str = "sampled"       # or "exact": every syscall counted (bpftrace, perf, strace)
     syscall_backend: Optional[str] = None
     locals: bool = False            # record local variables of the innermost frames

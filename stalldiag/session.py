@@ -42,7 +42,7 @@ def default_probes(config=None):
     lines written last of all, so that their ages are those of the report."""
     probes = [ThreadsProbe(), StacksProbe(), GpuProbe(), JobResourcesProbe(), FileLocksProbe(), WakersProbe(),
               FileWaitsProbe(), GilProbe(), JoinsProbe(), ObjectsProbe(), FlightRecorderProbe(),
-              NativeProbe(dumps=3 if config is None else config.native_dumps), OutputTailProbe()]
+              NativeProbe(dumps=0 if config is None else config.native_dumps), OutputTailProbe()]
     if config is None or config.syscalls == "exact":
         from .probes.syscall_counts import ExactCountsProbe
         probes.insert(0, ExactCountsProbe())

@@ -6,8 +6,8 @@ and only the native frames say which.  Native unwinding must stop the target for
 each sample (py-spy --native), so it is not done over the window: at its end, for at most
 MAX_PROCESSES processes whose threads ran most of the window (those on a provisional verdict's
 chain first), `--native-dumps` `py-spy dump --native` snapshots, SPACING_S apart.  Each stops the process for the time of one unwind (a few ms: the
-overhead is measured in docs/benchmarks.md).  --native-dumps 0 turns it off; --native (every sample
-native) makes it redundant.
+overhead is measured in docs/benchmarks.md).  A stop, however short, is one: it is opt-in
+(--native-dumps N); --native (every sample native) makes it redundant.
 """
 import time
 from collections import Counter
@@ -70,7 +70,7 @@ class NativeProbe(Probe):
     Section = NativeSection
     at_end = True
 
-    def __init__(self, dumps=3):
+    def __init__(self, dumps=0):
         self.dumps = dumps
 
     def stop(self, ctx):

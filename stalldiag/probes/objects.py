@@ -218,7 +218,7 @@ def chain_pids(ctx):
         window = {"start": ctx.wall_start, "duration_s": round(ctx.now(), 3), "samples": ctx.sampler.ticks,
                   "clock_tick": procfs.CLK_TCK, "rate_hz": ctx.config.rate}
         request = {"pid": ctx.config.pid, "children": ctx.config.children, "duration_s": ctx.config.duration}
-        provisional = capture.build({}, request, window, list(ctx.sections.values()))
+        provisional = capture.build({}, request, window, list(ctx.sections.values()), cleaned=False)
         walk = diagnose_record(provisional).walk
     except Exception:   # noqa: BLE001 - a provisional verdict that fails leaves the choice to the caps
         return None
