@@ -72,10 +72,11 @@ ERROR_WORDS = [
 
 NAMED = 4   # the first rows of ERROR_WORDS: failures that name their resource
 
-# a log line that reports a failure or a retry
+# a log line that reports a failure or a retry (the diagnosis's retry evidence and the report's
+# "looks like an error" mark on the last lines written both read this one)
 ERROR_LINE = re.compile(r"error|exception|traceback|refused|denied|timed? ?out|fail|retry|retrying|"
                         r"unavailable|locked|cannot|could not|unable|out of memory|no space left|"
-                        r"quota exceeded|bad gateway|internal server", re.I)
+                        r"quota exceeded|bad gateway|internal server|fatal|killed|unreachable", re.I)
 
 
 def _words_of(category):

@@ -1,6 +1,7 @@
 """Pieces shared by the text renderers: process rows, telling stacks, last lines written."""
 import os
 import re
+from ..knowledge.retries import ERROR_LINE
 
 
 def command_text(proc, width=60):
@@ -88,9 +89,8 @@ def gpu_rows(report):
 
 # --- last lines written and failed syscalls -----------------------------------------------------
 
-# a line worth the reader's eye: the job says it failed, or that it is trying again
-ERROR_LINE = re.compile(r"(?i)error|exception|traceback|refused|denied|timed out|timeout|failed|failure"
-                        r"|retry|retrying|fatal|killed|unreachable")
+# a line worth the reader's eye: the job says it failed, or that it is trying again: ERROR_LINE,
+# the knowledge table's pattern, the one the diagnosis reads too
 
 
 def looks_like_error(line):
