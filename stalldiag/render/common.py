@@ -1,6 +1,6 @@
 """Pieces shared by the text renderers: process rows, telling stacks, last lines written."""
 import os
-import re
+
 from ..knowledge.retries import ERROR_LINE
 
 
