@@ -175,6 +175,8 @@ def _category(g, walk, findings, kind, link):
         if mechanism in found:
             if mechanism == M.DEADLOCK and _pipes_with_a_child(g, walk, findings):
                 return "subprocess", None
+            if mechanism == M.UNDRAINED_PIPE and _parent_waits_on_writer(walk, findings):
+                return "subprocess", None
             return category, None
     if kind == "retry" or not ROOTS[kind][1]:
         # a mechanism that explains a root which explains nothing itself (a lock file's holder
@@ -203,6 +205,19 @@ def _pipes_with_a_child(g, walk, findings):
     first, second = walk.chain[0], walk.chain[1]
     proc = g.procs.get(second.pid)
     return proc is not None and proc.ppid == first.pid
+
+
+def _parent_waits_on_writer(walk, findings):
+    """An undrained pipe whose reader is the focus itself, waiting for its child (or the child's
+    descendants) to exit while the child is blocked writing the pipe it never reads (Popen.wait()
+    with stdout=PIPE, Process.join() before draining its Queue): the first wait is on the child,
+    and the category is the first wait's (issue 32)."""
+    pipe = next((f for f in findings if f.kind == M.UNDRAINED_PIPE), None)
+    if pipe is None or len(walk.chain) < 2 or walk.into[1] is None or walk.into[1].kind not in ("child", "peer") \
+            or walk.chain[0].kind not in ("child", "pipe") or walk.chain[1].proc.ppid != walk.chain[0].pid:
+        return False   # (a server that serves instead of reading its child's pipe does not wait on it)
+    reader, writer = pipe.facts.get("reader"), pipe.facts.get("writer")
+    return reader is walk.chain[0] and writer is not None and writer in walk.chain[1:]
 
 
 def _basis(g, culprit, kind, link, mechanism, category):

@@ -57,7 +57,7 @@ def _needs(row):
 # right on a lucky run (a loaded machine makes cpuset_shrunk_omp_threads's threads wait for a
 # CPU), so a live run of those of the fourth round (rh, ri, rj) proves nothing
 ROUND = {row["id"]: row["round"] for row in ROWS}
-STILL_WRONG = {rid: why for rid, why in KNOWN_WRONG.items() if ROUND[rid] in ("rh", "ri", "rj", "rm", "rn")}
+STILL_WRONG = {rid: why for rid, why in KNOWN_WRONG.items() if ROUND[rid] in ("rh", "ri", "rj", "rm", "rn", "ro")}
 
 
 # Right in their recorded capture, but what they reproduce depends on this machine's speed.
@@ -75,7 +75,18 @@ def _quiet(row):
     return row["truth"].get("progress") == "none" and row["truth"]["blocked_on"] not in ("cpu", "compilation")
 
 
+# The blind rounds of 2026-12-04 (rm, rn, ro: 50 rows, 6 of them GPU) ran live once each for their
+# first-run tables (docs/validation.md) and are replayed from those captures in every run
+# (tests/replay/test_reproduced_hangs_replay.py); live again only with STALLDIAG_LIVE_ROUNDS=all,
+# which adds about 15 minutes to the live layer and would take CI past its 40.
+LATEST_ROUNDS = ("rm", "rn", "ro")
+LIVE_ALL = os.environ.get("STALLDIAG_LIVE_ROUNDS") == "all"
+
+
 def _param(row):
+    if row.get("round") in LATEST_ROUNDS and not LIVE_ALL:
+        return pytest.param(row, marks=pytest.mark.skip(
+            reason="replayed from its first-run capture; live with STALLDIAG_LIVE_ROUNDS=all"))
     if row["id"] in TIMING_BOUND:
         return pytest.param(row, marks=pytest.mark.skip(reason="timing-bound: " + TIMING_BOUND[row["id"]]))
     if row["id"] in STILL_WRONG:
