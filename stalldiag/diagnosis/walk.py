@@ -112,6 +112,8 @@ def undrained_pipe(g, walk):
         fd = detail.get("fd") if isinstance(detail, dict) else None
         if fd and fd.get("target") in g.procs[reader.pid].endpoints:
             return writer, fd, reader
+    if walk.cycle:
+        return None   # (a closed cycle of pipes is a deadlock, not one undrained pipe)
     return _unread_pipe_at_root(g, walk.root, walk.chain)
 
 
@@ -130,8 +132,9 @@ def _unread_pipe_at_root(g, writer, chain):
     if not holders:
         return None
     for pid in holders:
-        if any(target in waited_targets(v) for v in g.by_pid.get(pid, [])):
-            return None      # a thread of it reads the pipe (slowly): not undrained
+        if any(target in waited_targets(v) or _writes_pipe(v) for v in g.by_pid.get(pid, [])):
+            return None      # a thread of it reads the pipe (slowly), or is the other half of a
+                             # deadlock (itself blocked writing a pipe): not one undrained pipe
     # the holder nearest the writer on the chain (the shell that runs it, not the job above it)
     nearest = [v.pid for v in reversed(chain) if v.pid in holders]
     reader = g.most_telling_thread(nearest[0] if nearest else holders[0])
