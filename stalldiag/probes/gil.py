@@ -15,19 +15,12 @@ from .. import procfs
 from ..knowledge import frames as frame_table
 from .base import Section, StackWaitProbe
 from .file_waits import syscall_share
-from .stacks import dumped_tid, find_pyspy, pyspy_dump
+from .stacks import dumped_tid, find_pyspy, most_common_stack, pyspy_dump
 from .thread_ids import ThreadIdMap
 
 MIN_SHARE = 0.5     # of a thread's /proc samples: in futex (the waiter), running (the other)
 WAITER_CPU = 0.1    # a GIL-starved thread gets almost no CPU: at most this share of the window
 MAX_DUMPS = 16      # processes asked at most, 8 at a time: a large tree costs one round, not one per process
-
-
-def _most_common_stack(stacks):
-    counts = {}
-    for stack in stacks:
-        counts[tuple(stack)] = counts.get(tuple(stack), 0) + 1
-    return list(max(counts, key=counts.get)) if counts else []
 
 
 def _cpu_share(thread):
@@ -64,7 +57,7 @@ def candidates(records, profiles, frames):
         for tid, thread in record.threads.items():
             profile = profiles.get((record.pid, tid))
             if profile and _starving(thread):
-                stack = _most_common_stack(profile["stacks"])
+                stack = most_common_stack(profile["stacks"])
                 if stack and not frame_table.match_stack([frames[i] for i in stack]):
                     waiting.append(tid)
             elif profile and _running(thread):   # a thread with no Python state (OpenMP) cannot be it

@@ -24,6 +24,7 @@ from ..knowledge import blocking
 from ..redact import redact_text
 from .base import Section, StackWaitProbe
 from .file_waits import dump_locals_raw, syscall_share
+from .stacks import most_common_stack
 
 WAIT_SYSCALLS = ("futex", "poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait", "wait4",
                  "waitid", "read", "recvfrom", "recvmsg", "accept", "accept4", "connect", "clock_nanosleep",
@@ -62,20 +63,12 @@ def waiting_threads(records, profiles, frames):
             profile = profiles.get((record.pid, tid))
             if not profile or not profile.get("stacks") or syscall_share(thread.samples, WAIT_SYSCALLS) < MIN_WAIT_SHARE:
                 continue
-            stack = [frames[i] for i in _most_common(profile["stacks"])]
+            stack = [frames[i] for i in most_common_stack(profile["stacks"])]
             if blocking.blocking_frame(stack) is not None or (
                     syscall_share(thread.samples, ("futex",)) >= MIN_WAIT_SHARE and stack
                     and lock_expression(sources.source_line(record.pid, stack[0][1], stack[0][2]))):
                 found.setdefault(record.pid, []).append(tid)
     return found
-
-
-def _most_common(stacks):
-    counts = {}
-    for stack in stacks:
-        key = tuple(stack)
-        counts[key] = counts.get(key, 0) + 1
-    return max(counts, key=counts.get)
 
 
 def _clean(value):

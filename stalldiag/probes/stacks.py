@@ -109,6 +109,14 @@ def pyspy_native_dump(pid, binary=None):
         return None
 
 
+def most_common_stack(stacks):
+    """The stack (a list of frame ids) that occurs most often in a thread's samples, or []."""
+    counts = {}
+    for stack in stacks:
+        counts[tuple(stack)] = counts.get(tuple(stack), 0) + 1
+    return list(max(counts, key=counts.get)) if counts else []
+
+
 def dumped_tid(pid, thread, ids):
     """The kernel tid of a thread in py-spy's dump: its os_thread_id, or (Python < 3.11)
     its pthread id mapped through ids (a ThreadIdMap); None if it cannot be matched."""
