@@ -205,6 +205,13 @@ def chain_pids(ctx):
     """The processes on the wait-for chain of a provisional diagnosis of what the probes saw so far
     (18 ms on an 8 x 12 tree), or None when it cannot be made: the objects that decide a verdict
     are those of the chain, and a dump of every other process would cost the target and us."""
+    if hasattr(ctx, "provisional_chain"):
+        return ctx.provisional_chain   # made once per window (the objects and native probes ask)
+    ctx.provisional_chain = _chain_pids(ctx)
+    return ctx.provisional_chain
+
+
+def _chain_pids(ctx):
     from .. import capture, procfs
     from ..diagnosis import diagnose_record
     try:
