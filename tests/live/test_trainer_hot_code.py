@@ -19,13 +19,21 @@ except ImportError:
 def test_a_healthy_trainer_run_names_its_hot_code(launch):
     w = launch("hf_trainer_cpu_healthy.py", settle=1.0)
     # (py-spy is niced so as never to slow its target: a loaded machine gives it few samples of a
-    # busy process, and a hot path needs 3; a longer window gets them)
+    # busy process, and a hot path needs 3; the report says when its samples were thin, and a
+    # second, longer window gets them)
     report = inspect_json(w.pid, duration=8)
+    if _thin(report, w.pid):
+        report = inspect_json(w.pid, duration=20)
     verdict = report["verdict"]
     assert verdict["category"] == "cpu", verdict["summary"]
     assert verdict["progress"]["state"] == "making progress", verdict["progress"]
     summary = verdict["summary"]
-    assert "its CPU goes to" in summary, summary
+    assert "its CPU goes to" in summary, (summary, report.get("limitations"))
     hot = summary.split("its CPU goes to", 1)[1]
     assert not hot.lstrip().startswith("<module>"), summary
     assert any(word in hot for word in ("backward", "forward", "training_step", "Linear", "attention")), summary
+
+
+def _thin(report, pid):
+    return any(("py-spy took only" in line and "pid %d " % pid in line) or "not measured" in line
+               for line in report.get("limitations") or [])
