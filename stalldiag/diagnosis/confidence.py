@@ -125,6 +125,14 @@ def _basis(scene, findings, decision, c):
         text = "the wait on %s, whose other end is %s" % (BOUNDARIES[decision.link][1], kinds.of(root).doing or root)
     elif basis == "collective":
         text = "the culprit's wait in a %s for ranks that are not there" % culprit.kind
+        if culprit.kind == "rendezvous":
+            # ranks that never joined: late, never started, or looking for the store elsewhere;
+            # none of the three is seen from the rank that waits
+            c.cap("medium", "why the other ranks have not joined is not seen")
+            c.unknown.append("why the other ranks have not joined the rendezvous")
+            c.alternatives.append("ranks that connect to another address or port (the network), or were never "
+                                  "started")
+            c.settle.extend(["--children from the launcher, to see every rank", LONGER])
     elif basis == "file-wait":
         text = "a poll loop on a file, and who holds or writes that file"
     else:

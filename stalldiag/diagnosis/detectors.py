@@ -139,7 +139,12 @@ def retry_loop(scene):
     if (root.pid, root.tid) in g.file_waits:
         return None
     retry = g.retry(root)
-    return Finding.about(M.RETRY_LOOP, root, retrier=root, **retry) if retry else None
+    if not retry:
+        return None
+    # a loop that sleeps between attempts is a retry of a failing call only when a failure is
+    # seen; otherwise it may be pacing itself by design, and what it retries is read from its code
+    unknown = None if retry.get("failing") else "whether the call it retries fails (no failure was seen in the window)"
+    return Finding.about(M.RETRY_LOOP, root, unknown=unknown, retrier=root, **retry)
 
 
 # --- frameworks: the numbers a reader asks for ------------------------------------------------

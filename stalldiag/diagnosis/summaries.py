@@ -27,8 +27,16 @@ def whole(scene, finding, head, said):
 
 
 def capitalized(scene, finding, head, said):
+    if _filed_elsewhere(scene, head):
+        return "%s: %s" % (head, said)
     text = said
     return text[0].upper() + text[1:]
+
+
+def _filed_elsewhere(scene, head):
+    """A row's own headline stands for its own category; a chain filed under its first wait (a
+    parent waiting on its child: issue 32) leads with that category's words instead."""
+    return head.startswith("Waiting on a child program")
 
 
 def proc_text(g, pid):
@@ -57,9 +65,13 @@ def _waits_on_it(view, focus):
 
 def undrained_pipe(g, writer, fd, reader, tool=None):
     where = {1: "its stdout, a pipe", 2: "its stderr, a pipe"}.get(fd.get("fd"), "a pipe (%s)" % fd.get("target"))
-    return ("Blocked writing output: %s waits to write to %s, and the process reading that pipe is not draining it: "
+    return ("%s waits to write to %s, and the process reading that pipe is not draining it: "
             "%s is %s" % (writer.label, where, proc_text(g, reader.pid),
                           halted_phrase(g, reader) if g.halted(reader) else doing(reader, tool)))
+
+
+def undrained_pipe_headline(scene, finding, head, said):
+    return "%s: %s" % (head if _filed_elsewhere(scene, head) else "Blocked writing output", said)
 
 
 def unfed_pipe(g, reader, target, holder, holder_thread, wrote):

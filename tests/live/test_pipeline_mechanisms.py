@@ -37,7 +37,7 @@ def test_a_thread_waiting_to_print_behind_a_writer_on_a_full_pipe_is_the_pipe(la
     # the parent waits on its child, which waits on the pipe the parent does not read: the first
     # wait's category (issue 32), the undrained pipe said
     assert verdict["category"] == "subprocess", verdict["summary"]
-    assert verdict["summary"].startswith("Blocked writing output") and "stderr" in verdict["summary"]
+    assert verdict["summary"].startswith("Waiting on a child program") and "stderr" in verdict["summary"]
     assert verdict["pid"] == w.pid, verdict["summary"]          # the parent that does not read
     assert "lock-held-at-fork" not in kinds(report)
 
@@ -47,7 +47,7 @@ def test_waiting_for_a_child_before_reading_its_output_is_the_undrained_pipe(lau
     report = inspect_json(w.pid, "--children", duration=2)
     verdict = report["verdict"]
     assert verdict["category"] == "subprocess", verdict["summary"]   # the first wait: on the child
-    assert verdict["summary"].startswith("Blocked writing output") and "its stdout, a pipe" in verdict["summary"]
+    assert verdict["summary"].startswith("Waiting on a child program") and "its stdout, a pipe" in verdict["summary"]
     assert verdict["pid"] == w.pid, verdict["summary"]
     assert "deadlock" in kinds(report)                            # the cycle is still said
     assert verdict["progress"]["state"] == "no progress seen"

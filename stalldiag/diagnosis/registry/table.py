@@ -96,7 +96,7 @@ _DECIDING = (
     # a reader that does not drain the pipe a step of the chain writes: the pipe is the cause,
     # whatever the reader waits on (the writer itself, when it joins it)
     _decides(M.UNDRAINED_PIPE, found.from_walk(M.UNDRAINED_PIPE), summaries.undrained_pipe, category="io",
-             rests_on="closed", blocks_progress=True, leads_summary=True, headline=summaries.whole),
+             rests_on="closed", blocks_progress=True, leads_summary=True, headline=summaries.undrained_pipe_headline),
     _decides(M.DEADLOCK, found.from_walk(M.DEADLOCK), say.cycle, category="locks", rests_on="closed",
              blocks_progress=True, leads_summary=True, headline=summaries.capitalized),
     # the input a step of the chain reads comes through a pipe whose writing end a process holds
