@@ -25,7 +25,11 @@ from pathlib import Path
 
 import pytest
 
-import helpers
+# every record declared frozen is frozen in the tests, and in the stalldiag they start
+# (stalldiag/records.py): code that changes a record after it was built fails here
+os.environ["STALLDIAG_CHECKS"] = "1"
+
+import helpers  # noqa: E402
 # Tests import what they share from helpers.py; these names stay importable from conftest for
 # tests written before it.
 from helpers import (CAPTURES, FIXTURES, ROOT, WORKLOADS, Workload, _wait_ready, children_of,  # noqa: F401

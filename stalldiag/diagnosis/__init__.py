@@ -17,7 +17,8 @@ earlier one made:
 Findings stay typed (types.Finding) until the report is written: their sentences and report
 kinds are given only then (registry/table.as_report).
 """
-from dataclasses import dataclass, field
+from dataclasses import field
+from ..records import record
 from typing import Any, Dict, List, Optional
 
 from .category import decide_category
@@ -44,7 +45,7 @@ from .threads import sample_kind  # noqa: E402,F401
 from .timeline import sample_key  # noqa: E402,F401
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Diagnosis:
     """Every step's record, for the report to write out."""
     graph: Any
@@ -80,6 +81,14 @@ def diagnose_record(capture):
     findings = table.kept(findings, decision.category)
     sure = assess_confidence(scene, findings, decision, progress)
     return Diagnosis(g, scene.walk, findings, decision, said, progress, sure)
+
+
+def walk_of(capture):
+    """Only the wait-for walk of a capture (None when no thread should make progress): what a
+    probe asks of the window so far, to choose whose objects to read, at a third of a diagnosis."""
+    g = WaitGraph(capture)
+    focus = g.focus_thread()
+    return walk(g, focus) if focus is not None else None
 
 
 def _verdict(result):

@@ -19,7 +19,7 @@ lock: ...".  Mechanisms that end the chain by themselves (a deadlock, a lost
 pool task, a full pipe nobody drains) are findings with a category of their
 own (registry.py).
 """
-from dataclasses import dataclass
+from ..records import record
 from typing import Any, Optional
 
 from .registry import table
@@ -127,7 +127,7 @@ def python_lock_wait(waiter, holder):
         holder.kind in ("lock", "stopped", "frozen") or not waiter.top_stack
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Decision:
     """What the run is blocked on, and why: the category step's record, which the summary, the
     progress model and the confidence read (none of them decides it again).

@@ -9,12 +9,13 @@ Gloo records no "started" (last_started is -1): a collective is enqueued, then c
 NCCL's records all three, so a rank whose last started is below its peers' is behind too.
 """
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
+from ..records import record
 from typing import Any, Dict, List, Optional
 
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Gap:
     """What the records of one process group say went wrong, at one sequence id."""
     group: str                          # the group's description ("default_pg") or name

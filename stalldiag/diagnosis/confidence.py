@@ -17,7 +17,8 @@ Below high the verdict says what it does not know, the alternatives it could not
 what would settle them.  Everything here reads the decision (category.Decision): its basis is
 not decided again.
 """
-from dataclasses import dataclass, field
+from dataclasses import field
+from ..records import record
 from typing import List
 
 from . import kinds
@@ -41,7 +42,7 @@ LONGER = "a longer window (--duration 30 or more)"
 WAITS_ON_A_THREAD = frozenset(kinds.names(thread_wait=True) + ("lock", "loop-wakeup", "ipc"))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Confidence:
     level: str
     rests_on: str

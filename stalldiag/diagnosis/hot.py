@@ -14,7 +14,7 @@ inside the innermost fork point count (knowledge.frames.own_frames).
   self time    the share of samples each function was the innermost frame of
 """
 from collections import Counter
-from dataclasses import dataclass
+from ..records import record
 from typing import List, Optional, Tuple
 
 from ..knowledge import frames as frame_table
@@ -24,7 +24,7 @@ MIN_SAMPLES = 3      # framed samples under which a thread's hot code is not sai
 SELF_TOP = 3         # functions named by self time
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HotCode:
     path: List[Tuple[tuple, float]]        # (frame, inclusive share), outermost first
     call: Tuple[tuple, float]              # the frame the code changes hands at, and its share
@@ -89,7 +89,7 @@ def hot_code(view):
     return HotCode(path, path[call_index], path[call_index - 1][0] if call_index else None, self_time, total, native)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NativeHot:
     function: str                # the innermost named native function, most samples first
     library: str

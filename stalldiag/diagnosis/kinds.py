@@ -14,10 +14,10 @@ A thread's kind is what it did or waited for most of the window (threads.py deci
   chain_only   a kind only a chain's end takes (from its role or state), never a thread's
 Every table of kinds elsewhere (category.ROOTS, views.ACTIVITY_RANK, ...) is derived here.
 """
-from dataclasses import dataclass
+from ..records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ThreadKind:
     name: str
     root: str

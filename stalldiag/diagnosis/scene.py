@@ -1,11 +1,12 @@
 """The scene every detector reads: the graph (the capture's facts, built once), the walk from the
 focus to the root, and, for the rows that need it, the progress record.  Detectors read it and
 return Findings; nothing in it changes once made."""
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
+from ..records import record
 from typing import Any, Dict
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Scene:
     g: Any                        # graph.WaitGraph
     walk: Any                     # walk.Walk

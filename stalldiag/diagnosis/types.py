@@ -23,7 +23,8 @@ Waits    what the wait probes resolved: FileLock (/proc/locks), FileWait (a loop
          file), Join (Thread.join's target), GilOwner (py-spy's GIL holder), WakerRecord (who
          can end a blocked wait, host-wide).
 """
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, field, fields
+from ..records import record
 from typing import Any, Dict, List, NamedTuple, Optional
 
 
@@ -64,7 +65,7 @@ class Frame(NamedTuple):
         return cls(raw[0], raw[1], raw[2], raw[3] if isinstance(raw[3], dict) else None)
 
 
-@dataclass
+@record
 class Machine:
     """The host the capture was taken on (capture["host"])."""
     hostname: Optional[str] = None
@@ -81,7 +82,7 @@ class Machine:
         return _from_dict(cls, raw if isinstance(raw, dict) else {})
 
 
-@dataclass
+@record
 class Window:
     start: Optional[float] = None
     duration_s: Optional[float] = None
@@ -96,7 +97,7 @@ class Window:
         return _from_dict(cls, capture.get("window") or {})
 
 
-@dataclass
+@record
 class Thread:
     tid: int
     name: Optional[str] = None            # /proc comm
@@ -110,7 +111,7 @@ class Thread:
     last_seen: Optional[float] = None
 
 
-@dataclass
+@record
 class Process:
     pid: int
     ppid: Optional[int] = None
@@ -156,7 +157,7 @@ def processes(capture):
     return [Process.of(p) for p in capture.get("processes") or []]
 
 
-@dataclass
+@record
 class CgroupMemory:
     limit: Optional[int] = None          # bytes (memory.max / memory.limit_in_bytes), None: none
     limit_path: Optional[str] = None     # the cgroup whose limit binds (a parent's, maybe)
@@ -169,7 +170,7 @@ class CgroupMemory:
     inactive_file: Optional[int] = None
 
 
-@dataclass
+@record
 class CgroupPids:
     limit: Optional[int] = None          # pids.max: tasks (processes and threads) the cgroup may hold
     current: Optional[int] = None        # pids.current of the cgroup that sets the limit
@@ -181,7 +182,7 @@ class CgroupPids:
         return _from_dict(cls, raw, members=[_from_dict(OtherProcess, o) for o in raw.get("members") or []])
 
 
-@dataclass
+@record
 class CgroupLimits:
     version: Optional[int] = None
     path: Optional[str] = None
@@ -198,13 +199,13 @@ class CgroupLimits:
                           pids=CgroupPids.of(raw["pids"]) if raw.get("pids") else None)
 
 
-@dataclass
+@record
 class OpenFiles:
     open: int = 0
     limit: Optional[int] = None          # the soft RLIMIT_NOFILE
 
 
-@dataclass
+@record
 class ProcessLimits:
     affinity: List[int] = field(default_factory=list)
     cgroup: CgroupLimits = field(default_factory=CgroupLimits)
@@ -218,7 +219,7 @@ class ProcessLimits:
                           open_files=_from_dict(OpenFiles, files) if files else None)
 
 
-@dataclass
+@record
 class OtherProcess:
     """A process outside the job: a neighbour on its CPUs or disks, or a GPU's other user."""
     pid: int
@@ -236,7 +237,7 @@ class OtherProcess:
     threads: Optional[int] = None        # (a full pids cgroup's members) tasks it holds there
 
 
-@dataclass
+@record
 class Disk:
     device: Optional[str] = None         # "major:minor"
     read_Bps: float = 0.0
@@ -244,7 +245,7 @@ class Disk:
     busy: float = 0.0
 
 
-@dataclass
+@record
 class Host:
     cpus: int = 0
     memory: Dict[str, int] = field(default_factory=dict)        # meminfo: total, available, cached
@@ -252,7 +253,7 @@ class Host:
     disks: Dict[str, Disk] = field(default_factory=dict)
 
 
-@dataclass
+@record
 class Resources:
     duration_s: Optional[float] = None
     processes: Dict[int, ProcessLimits] = field(default_factory=dict)
@@ -282,7 +283,7 @@ class Resources:
         return self.processes.get(pid) or ProcessLimits()
 
 
-@dataclass
+@record
 class GpuDevice:
     index: int
     name: str = "GPU"
@@ -296,7 +297,7 @@ class GpuDevice:
     ecc_uncorrected_end: Optional[int] = None
 
 
-@dataclass
+@record
 class Gpus:
     """The GPU probe's record.  Time series stay rows: samples [t, index, util, mem util, memory
     used, SM clock, power, throttle reasons], gpm [t, index, SM %, occupancy %, tensor %],
@@ -362,7 +363,7 @@ class Gpus:
 
 # -- what the job wrote, and the calls that failed ---------------------------------------------
 
-@dataclass
+@record
 class OutputStream:
     """The last lines written to one of a process's streams (probes/output_tail.py)."""
     path: Optional[str] = None
@@ -372,7 +373,7 @@ class OutputStream:
     same_as: Optional[str] = None        # (stderr) the same file as stdout
 
 
-@dataclass
+@record
 class OutputTail:
     """A process's stdout, stderr and the log files it has open."""
     stdout: Optional[OutputStream] = None
@@ -406,7 +407,7 @@ def syscall_errors(capture):
 
 # -- the capture, read once ----------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Facts:
     """Everything the diagnosis and the report read of a capture, read from it once: no step after
     this one opens the capture's dicts."""
@@ -439,7 +440,7 @@ class Facts:
     collectives: Optional["Collectives"] = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Collectives:
     """The ranks' Flight Recorders as the probe read them (probes/flight_recorder.py): the ways
     out the job armed, each rank's record (its groups' last sequence ids and the entries around
@@ -484,7 +485,7 @@ def read(capture):
 
 # -- the wait probes' records ----------------------------------------------------------------
 
-@dataclass
+@record
 class FileLock:
     """One lock of /proc/locks that a process of the job holds or waits for (probes/locks.py)."""
     type: Optional[str] = None           # FLOCK, POSIX, OFDLCK
@@ -500,7 +501,7 @@ class FileLock:
         return self.path or self.dev_inode
 
 
-@dataclass
+@record
 class FileWait:
     """A thread polling for a lock or marker file in a sleep loop (probes/file_waits.py)."""
     pid: int
@@ -519,7 +520,7 @@ class FileWait:
         return [p for p in self.flock_holders + self.open_by if p != pid]
 
 
-@dataclass
+@record
 class Join:
     """Thread.join(): the thread joined (probes/joins.py)."""
     pid: int
@@ -528,7 +529,7 @@ class Join:
     target_tid: Optional[int] = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HeldObject:
     """An object a waiting thread's frame holds, read from the target's memory (probes/objects.py):
     `fact` is the decoded record ({"kind": "Barrier", "parties": 3, "count": 2, ...}; a field that
@@ -556,7 +557,7 @@ class HeldObject:
         return None if isinstance(value, dict) and "not_read" in value else value
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Objects:
     """What probes/objects.py read: the objects per thread (innermost frame first), each process's
     live thread idents, and what it could not read.  None in a Facts: the probe did not run (an
@@ -591,7 +592,7 @@ class Objects:
         return self.by_thread.get((pid, tid), [])
 
 
-@dataclass
+@record
 class GilOwner:
     """A process's GIL: its holder and the threads waiting for it (probes/gil.py)."""
     holder_tid: Optional[int] = None
@@ -599,7 +600,7 @@ class GilOwner:
     how: Optional[str] = None
 
 
-@dataclass
+@record
 class WakerRecord:
     """Who can end one blocked wait of one thread, searched host-wide (probes/wakers.py)."""
     pid: int
@@ -645,7 +646,7 @@ def waits(capture):
     return locks, file_waits, joins, gil, wakers
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Finding:
     """What a detector found: a mechanism (registry.M), the thread or process it is about, and the
     facts its row's sentence is written from.  `unknown` says what the finding could not see (the
@@ -663,7 +664,7 @@ class Finding:
                    unknown)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Edge:
     waiter: Any                   # ThreadView
     waker: Any                    # ThreadView, or None: the wait ends here

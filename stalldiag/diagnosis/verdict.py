@@ -4,7 +4,7 @@ The summary is the sentence of the first found row of the registry that leads it
 or, when none does, the category's words and what the culprit does; then the clauses of the
 qualifiers that apply to the category (a binding limit, what the GPU did).
 """
-from dataclasses import dataclass
+from ..records import record
 from typing import List
 
 from .category import CATEGORIES, SUMMARY  # noqa: F401
@@ -16,7 +16,7 @@ from .registry import table
 from .summaries import first_framework_frame
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Words:
     summary: str
     evidence: List[str]

@@ -7,7 +7,8 @@ finding (a guessed edge never closes one: threads in lockstep are caught waiting
 other and run in turn).  A terminal edge (a lock held at fork, a lost pool task, a wait
 nobody is left to end) ends the walk where it is.
 """
-from dataclasses import dataclass, field
+from dataclasses import field
+from ..records import record
 from typing import Any, List, Optional
 
 from . import edges as edge_finders
@@ -19,7 +20,7 @@ from .registry.names import M
 MAX_CHAIN = 8
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Walk:
     chain: List[Any]                       # ThreadViews, focus first
     into: List[Optional[Edge]]             # the edge that led to each step (None for the focus)

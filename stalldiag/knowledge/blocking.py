@@ -29,7 +29,7 @@ no file path and no version).
 """
 import bisect
 import re
-from dataclasses import dataclass
+from ..records import record
 from functools import lru_cache
 
 ALL = ((3, 8), (3, 13))
@@ -40,7 +40,7 @@ def _v(first, last=13):
     return ((3, first), (3, last))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Blocking:
     module: str
     function: str
@@ -71,7 +71,7 @@ class Blocking:
         return self.versions[0] <= tuple(version[:2]) <= self.versions[1]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NotBlocking:
     """A function the enumeration lists that does not block (or not on Linux), and why.
     function "*" covers every function of the module whose primitive calls are all of the
@@ -1354,7 +1354,7 @@ def background_thread(stack):
 
 # --- coverage of an enumeration --------------------------------------------------------------
 
-@dataclass
+@record
 class Coverage:
     label: str
     enumerated: int

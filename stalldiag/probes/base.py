@@ -15,13 +15,14 @@ to end what it started); it degrades to its failed() Section (its part of the ca
 measured", and a limitation naming the error) and the others report as before.
 """
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
+from ..records import record
 from typing import List
 
 from .. import targets
 
 
-@dataclass
+@record
 class Section:
     """What one probe saw, and how it goes into the capture: each field but the limitations is
     the capture key of its name, unless write() says otherwise."""

@@ -12,7 +12,7 @@ not qualify cost nothing.
 import os
 import time
 from collections import Counter
-from dataclasses import dataclass
+from ..records import record
 from typing import Optional
 
 from .. import procfs
@@ -168,7 +168,7 @@ def resolve(records, profiles, frames):
     return out
 
 
-@dataclass
+@record
 class FileWaitsSection(Section):
     """capture["file_waits"]: None when no thread polls for a file."""
     file_waits: Optional[list] = None

@@ -26,7 +26,7 @@ import os
 import socket
 import stat as stat_mod
 import time
-from dataclasses import dataclass
+from ..records import record
 from typing import Any, Optional
 
 from .. import fds, procfs
@@ -41,7 +41,7 @@ FIFO_WAIT_S = 5.0        # for the dump a FIFO write asks for
 ACCEPTS = ("accept", "accept4", "poll", "ppoll", "select", "pselect6")
 
 
-@dataclass
+@record
 class CollectivesSection(Section):
     collectives: Optional[Any] = None
 

@@ -8,7 +8,7 @@ end of the window reads which thread owns the GIL ("owns_gil", from the
 interpreter's own state).  Processes that do not show the pattern cost nothing.
 """
 
-from dataclasses import dataclass
+from ..records import record
 from typing import Optional
 
 from .. import procfs
@@ -102,7 +102,7 @@ def resolve(records, profiles, frames):
     return out or None
 
 
-@dataclass
+@record
 class GilSection(Section):
     """capture["gil"]: {pid: {holder_tid, waiting_tids, how}}, None when no thread starves on it."""
     gil: Optional[dict] = None

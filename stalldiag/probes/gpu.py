@@ -22,7 +22,8 @@ import atexit
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
+from ..records import record
 
 from .. import procfs
 from .base import Probe, Section
@@ -97,7 +98,7 @@ def _try(fn, *args, default=None):
         return default
 
 
-@dataclass
+@record
 class GpuSection(Section):
     """capture["gpu"]: NVML's devices, samples and per-process use (or why there are none)."""
     gpu: dict = field(default_factory=lambda: {"available": False, "reason": "not measured"})

@@ -8,7 +8,7 @@ name the joined thread.  One `py-spy dump --locals --nonblocking` per process
 with a thread blocked in join, at the end of the window; nothing otherwise.
 """
 import re
-from dataclasses import dataclass
+from ..records import record
 from typing import Optional
 
 from .base import Section, StackWaitProbe
@@ -68,7 +68,7 @@ def resolve(records, profiles, frames):
     return out or None
 
 
-@dataclass
+@record
 class JoinsSection(Section):
     """capture["joins"]: None when no thread waits in Thread.join."""
     joins: Optional[list] = None

@@ -14,7 +14,7 @@ the process that took it, which may have exited: the processes that have the
 file open say who holds it now.
 """
 import os
-from dataclasses import dataclass
+from ..records import record
 from typing import Optional
 
 from .. import fds, procfs
@@ -227,7 +227,7 @@ class LockWatch:
         return out
 
 
-@dataclass
+@record
 class LocksSection(Section):
     """capture["locks"]: None when no thread was seen waiting for a file lock."""
     locks: Optional[list] = None

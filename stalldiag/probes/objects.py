@@ -16,7 +16,7 @@ thread idents; the strings an object holds (a Popen's arguments, an address) are
 """
 import re
 import time
-from dataclasses import dataclass
+from ..records import record
 from typing import Optional
 
 from .. import sources
@@ -195,7 +195,7 @@ def resolve_objects(records, profiles, frames, only=None):
     return {"threads": threads, "idents": idents, "not_read": unread}
 
 
-@dataclass
+@record
 class ObjectsSection(Section):
     """capture["objects"]: None when no thread waited in a blocking function."""
     objects: Optional[dict] = None
@@ -213,13 +213,13 @@ def chain_pids(ctx):
 
 def _chain_pids(ctx):
     from .. import capture, procfs
-    from ..diagnosis import diagnose_record
+    from ..diagnosis import walk_of
     try:
         window = {"start": ctx.wall_start, "duration_s": round(ctx.now(), 3), "samples": ctx.sampler.ticks,
                   "clock_tick": procfs.CLK_TCK, "rate_hz": ctx.config.rate}
         request = {"pid": ctx.config.pid, "children": ctx.config.children, "duration_s": ctx.config.duration}
         provisional = capture.build({}, request, window, list(ctx.sections.values()), cleaned=False)
-        walk = diagnose_record(provisional).walk
+        walk = walk_of(provisional)
     except Exception:   # noqa: BLE001 - a provisional verdict that fails leaves the choice to the caps
         return None
     return {view.pid for view in walk.chain} if walk is not None else set()

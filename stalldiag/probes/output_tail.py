@@ -16,7 +16,8 @@ import os
 import re
 import stat as stat_mod
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
+from ..records import record
 from typing import Dict
 
 from .. import fds, procfs
@@ -157,7 +158,7 @@ def _lines(data):
     return out
 
 
-@dataclass
+@record
 class OutputTailSection(Section):
     """capture["output_tail"]: {pid: {stdout, stderr, logs}} of the live processes."""
     output_tail: Dict[str, dict] = field(default_factory=dict)

@@ -18,7 +18,8 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
+from ..records import record
 from typing import Dict, List, Optional, Tuple
 
 from .. import procfs, sources
@@ -620,7 +621,7 @@ def looks_like_python(pid, exe):
         return None if not exe else False
 
 
-@dataclass
+@record
 class StacksSection(Section):
     """Python stacks of every thread, merged over py-spy's recorders and dumps, and how each
     process was sampled."""

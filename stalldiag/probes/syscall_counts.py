@@ -32,7 +32,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from ..records import record
 from typing import Optional
 
 from .. import procfs
@@ -364,7 +364,7 @@ def choose_backend(preferred=None, skip=()):
 
 # --- the probe -------------------------------------------------------------------------------
 
-@dataclass
+@record
 class ExactSection(Section):
     """capture["exact_syscalls"] (--syscalls exact): None when not asked for or no backend worked."""
     exact_syscalls: Optional[dict] = None

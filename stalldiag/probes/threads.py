@@ -13,7 +13,8 @@ import random
 import signal
 import struct
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
+from ..records import record
 from typing import Dict, List, Optional
 
 from .. import fds, procfs, redact
@@ -797,7 +798,7 @@ OUTSIDE_ROLES = ("lock-holder", "pipe-peer", "waker")
 MAX_DENIED_NAMED = 20
 
 
-@dataclass
+@record
 class ThreadsSection(Section):
     """Every process watched (capture "processes", first seen first), the socket pairs between
     them, and how many children went uninspected."""

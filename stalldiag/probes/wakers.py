@@ -14,7 +14,8 @@ or sockets, or stops it: link texts, fdinfo, maps, mountinfo and kernel stacks o
 """
 import stat as stat_mod
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
+from ..records import record
 from typing import List
 
 from .. import fds, mounts, procfs
@@ -363,7 +364,7 @@ def _is_fifo(pid, path):
         return False
 
 
-@dataclass
+@record
 class WakersSection(Section):
     """capture["wakers"]: one record per (pid, tid, object) blocked on for WAIT_MIN_SAMPLES samples."""
     wakers: List[dict] = field(default_factory=list)

@@ -9,7 +9,7 @@ sources, each checked against a live process of that version (tests/live/test_py
 """
 import os
 import re
-from dataclasses import dataclass
+from ..records import record
 
 from .. import procfs
 from .memory import NotRead
@@ -30,7 +30,7 @@ TPFLAGS_DICT_SUBCLASS = 1 << 29
 TPFLAGS_TYPE_SUBCLASS = 1 << 31
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Layout:
     version: tuple
     # PyObject / PyVarObject

@@ -6,7 +6,7 @@ read_object() turns that into NotRead.  Every read is bounded: strings by max_st
 containers by max_items items, nesting by depth.
 """
 import struct
-from dataclasses import dataclass
+from ..records import record
 from typing import Any, Optional
 
 from .. import procfs
@@ -24,7 +24,7 @@ MAX_INT_DIGITS = 64     # 30-bit digits of an int (about 1900 bits)
 _NAME_CHARS = set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._<>[]-, ")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PyObj:
     """One object read from the target.
 
@@ -66,7 +66,7 @@ class PyObj:
         return self.value
 
 
-@dataclass
+@record
 class TypeInfo:
     addr: int
     tp_name: str

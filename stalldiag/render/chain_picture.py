@@ -19,7 +19,8 @@ layout(report) -> Picture (None without a chain): the geometry, tested on its ow
 svg(picture) -> the markup.
 """
 import html
-from dataclasses import dataclass, field
+from dataclasses import field
+from ..records import record
 from typing import List, Optional, Tuple
 
 from .common import command_text
@@ -68,7 +69,7 @@ def esc(text, limit=None):
 
 # --- the picture's records --------------------------------------------------------------------
 
-@dataclass
+@record
 class Node:
     key: Tuple                     # (pid, tid) of a thread; ("end",) or ("gap",) otherwise
     role: str                      # "chain", "other", "end" (how the walk ended), "gap" (steps left out)
@@ -94,7 +95,7 @@ class Node:
         return self.y + self.h / 2
 
 
-@dataclass
+@record
 class Arrow:
     src: Tuple                     # Node keys
     dst: Tuple
@@ -107,7 +108,7 @@ class Arrow:
     on_cycle: bool = False         # an edge of the loop
 
 
-@dataclass
+@record
 class Box:
     pid: int
     title: str
@@ -121,7 +122,7 @@ class Box:
     culprit: bool = False
 
 
-@dataclass
+@record
 class Picture:
     width: float
     height: float

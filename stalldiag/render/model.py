@@ -12,7 +12,8 @@ offline), and report_version. Records the diagnosis wrote as open dicts (the ver
 rank rows) keep any key they do not name in `extra`, and the order of the keys they were read
 with, so the JSON says exactly what the diagnosis said.
 """
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
+from ..records import record
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 # The layout of Report and of Report.to_dict(): raised when a key changes meaning or goes away
@@ -68,7 +69,7 @@ def _keys():
 
 # --- what the diagnosis said ------------------------------------------------------------------
 
-@dataclass
+@record
 class Progress(OpenRecord):
     state: Optional[str] = None           # "making progress", "no progress seen", "cannot tell"
     evidence: List[str] = field(default_factory=list)
@@ -77,7 +78,7 @@ class Progress(OpenRecord):
     keys: Tuple[str, ...] = _keys()
 
 
-@dataclass
+@record
 class Verdict(OpenRecord):
     category: str = "unknown"
     summary: str = ""
@@ -96,7 +97,7 @@ class Verdict(OpenRecord):
     nested = {"progress": Progress}
 
 
-@dataclass
+@record
 class Finding(OpenRecord):
     """One mechanism found (registry.py): its kind and sentence; its facts in `extra`."""
     kind: str = ""
@@ -107,7 +108,7 @@ class Finding(OpenRecord):
     keys: Tuple[str, ...] = _keys()
 
 
-@dataclass
+@record
 class ChainStep(OpenRecord):
     """A thread on the verdict's chain, from the thread that should progress to the culprit."""
     pid: int = 0
@@ -131,7 +132,7 @@ class ChainStep(OpenRecord):
     keys: Tuple[str, ...] = _keys()
 
 
-@dataclass
+@record
 class RankRow(OpenRecord):
     rank: int = 0
     local_rank: Optional[int] = None
@@ -151,7 +152,7 @@ class RankRow(OpenRecord):
     keys: Tuple[str, ...] = _keys()
 
 
-@dataclass
+@record
 class RankGroup(OpenRecord):
     """A class of ranks as the diagnosis wrote it: ranks whose main threads have the same state
     and normalized stack (ranks.py), largest first."""
@@ -197,7 +198,7 @@ class Divergence(NamedTuple):
                 "into": None if self.into is None else list(self.into), "prefix": self.prefix}
 
 
-@dataclass
+@record
 class RankClass:
     """Ranks alike: the same state and normalized stack (the diagnosis's class), with what the
     reports show of it: its ranks and hosts, its first rank's stack, where it leaves a larger
@@ -225,7 +226,7 @@ class RankClass:
                 "diverges": None if self.diverges is None else self.diverges.to_dict(), "outlier": self.outlier}
 
 
-@dataclass
+@record
 class Ranks:
     rows: List[RankRow]
     groups: List[RankGroup]
@@ -236,7 +237,7 @@ class Ranks:
 
 # --- the window, the processes and threads ---------------------------------------------------
 
-@dataclass
+@record
 class Tool(OpenRecord):
     name: Optional[str] = None
     version: Optional[str] = None
@@ -244,7 +245,7 @@ class Tool(OpenRecord):
     keys: Tuple[str, ...] = _keys()
 
 
-@dataclass
+@record
 class Window:
     start: Optional[float] = None
     duration_s: Optional[float] = None
@@ -297,7 +298,7 @@ class FrameLocals(NamedTuple):
     values: Dict[str, str]
 
 
-@dataclass
+@record
 class ThreadRow:
     tid: int
     name: Optional[str]                   # Python's name for it, else the kernel's
@@ -334,7 +335,7 @@ class FileChange(NamedTuple):
     delta: Optional[int]
 
 
-@dataclass
+@record
 class Files:
     """Files read on, written and opened during the window."""
     read: List[FileChange] = field(default_factory=list)
@@ -345,7 +346,7 @@ class Files:
         return {name: [entry._asdict() for entry in getattr(self, name)] for name in ("read", "written", "opened")}
 
 
-@dataclass
+@record
 class GpuUse:
     """The GPUs one process uses, its memory there and its SM utilization samples' mean."""
     devices: List[Any]
@@ -358,7 +359,7 @@ class GpuUse:
                 "cuda_visible_devices": self.cuda_visible_devices}
 
 
-@dataclass
+@record
 class ProcessRow:
     pid: int
     ppid: Optional[int]
@@ -402,7 +403,7 @@ class ProcessRow:
 
 # --- what the job wrote, what failed, the GPUs -----------------------------------------------
 
-@dataclass
+@record
 class OutputTail:
     """The last lines (redacted) of one regular file a process writes to."""
     pid: int
@@ -419,14 +420,14 @@ class FailedCall(NamedTuple):
     errnos: Dict[str, int]                # ECONNREFUSED -> n (when the backend knows them)
 
 
-@dataclass
+@record
 class CallFailures:
     """--syscalls exact: the calls of one process that failed, most failures first."""
     pid: int
     calls: List[FailedCall]
 
 
-@dataclass
+@record
 class ExactCounts:
     """--syscalls exact: the backend, the span counted, the tree's counts."""
     backend: Optional[str]
@@ -438,7 +439,7 @@ class ExactCounts:
         return {"backend": self.backend, "counted_s": self.counted_s, "notes": self.notes, "tree": self.tree}
 
 
-@dataclass
+@record
 class GpuDevice(OpenRecord):
     """A GPU as NVML described it (the capture's gpu.devices entry; other fields in `extra`)."""
     index: Any = None
@@ -451,7 +452,7 @@ class GpuDevice(OpenRecord):
     keys: Tuple[str, ...] = _keys()
 
 
-@dataclass
+@record
 class GpuSummary:
     """One GPU over the window: utilization, GPM activity, memory (the JSON's gpu_window)."""
     index: Any
@@ -467,7 +468,7 @@ class GpuSummary:
                 "tensor": self.tensor, "memory_used": self.memory_used}
 
 
-@dataclass
+@record
 class GpuSeries:
     """One GPU's samples over the window, [seconds, percent] in time order, for the charts."""
     index: Any
@@ -478,7 +479,7 @@ class GpuSeries:
     tensor: List[Tuple[float, float]]     # GPM tensor activity
 
 
-@dataclass
+@record
 class GpuWindow:
     available: bool = False
     reason: Optional[str] = None          # why not available
@@ -488,7 +489,7 @@ class GpuWindow:
     series: List[GpuSeries] = field(default_factory=list)
 
 
-@dataclass
+@record
 class Failure:
     """A stalldiag stage that raised (diagnosis, a renderer): the report says so, the capture is kept."""
     stage: str
@@ -502,7 +503,7 @@ class Failure:
 
 # --- the report ------------------------------------------------------------------------------
 
-@dataclass
+@record
 class Report:
     schema_version: Any                   # the capture's
     tool: Optional[Tool]
@@ -553,7 +554,7 @@ class Report:
 
 # --- stalldiag merge: one incident across per-host reports -----------------------------------
 
-@dataclass
+@record
 class IncidentHost:
     host: str
     file: str
@@ -569,7 +570,7 @@ class IncidentHost:
                 "ranks": self.ranks, "processes": self.processes, "progress": self.progress}
 
 
-@dataclass
+@record
 class IncidentRank:
     """A rank of one host's report, with the host and file it came from."""
     row: RankRow
@@ -617,7 +618,7 @@ class IncidentRank:
 IncidentGroup = RankClass     # a class of ranks across hosts (the JSON's "groups")
 
 
-@dataclass
+@record
 class Suspect:
     host: str
     rank: int
@@ -627,7 +628,7 @@ class Suspect:
         return {"host": self.host, "rank": self.rank, "pid": self.pid}
 
 
-@dataclass
+@record
 class IncidentVerdict:
     category: str
     summary: str
@@ -655,7 +656,7 @@ class IncidentVerdict:
         return out
 
 
-@dataclass
+@record
 class Incident:
     """`stalldiag merge`: every host's verdict, every rank side by side, and the ranks' classes
     by stack (largest first), the outliers among them."""

@@ -37,7 +37,7 @@ A row says, for one mechanism (its name in names.py):
 The order of the rows is the one precedence: the category, the summary, the confidence and the
 progress model each take the first row found that bears on them.  Nothing else orders mechanisms.
 """
-from dataclasses import dataclass
+from ...records import record
 from typing import Any, Callable, Optional, Tuple
 
 from .. import collectives
@@ -52,7 +52,7 @@ from .. import summaries
 from .names import M
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Mechanism:
     kind: M
     detect: Callable
