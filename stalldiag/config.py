@@ -1,11 +1,12 @@
 """One Config for an inspection: what the user asked, from the command line to the session,
 the Slurm fan-out and `watch`.  Read once, passed whole; nothing below the CLI re-reads options."""
 from dataclasses import replace
-from .records import record
 from typing import List, Optional
 
+from .records import typed_record
 
-@record(frozen=True)
+
+@typed_record(frozen=True)
 class Config:
     pid: Optional[int] = None
     children: bool = False

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 CHECKS = os.environ.get("STALLDIAG_CHECKS") == "1"
 
 
-def record(cls=None, *, frozen=False):
-    """@record or @record(frozen=True): a dataclass; one declared frozen is frozen under checks,
+def typed_record(cls=None, *, frozen=False):
+    """@typed_record or @typed_record(frozen=True): a dataclass; one declared frozen is frozen under checks,
     and hashed by value either way."""
     def wrap(c):
         return dataclass(c, frozen=frozen and CHECKS, unsafe_hash=frozen and not CHECKS)

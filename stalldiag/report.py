@@ -7,9 +7,9 @@ builds records from the capture, diagnose()'s dict and those facts.
 """
 import os
 import sys
-from .records import record
 from typing import Any, Dict, List, Optional
 
+from .records import typed_record
 from .diagnosis import diagnose, sample_key
 from .render.model import (UNCLASSIFIED, CallFailures, ChainStep, ExactCounts, FailedCall, Failure, FileChange, Files,
                            Finding, Frame, FrameLocals, GpuDevice, GpuSeries, GpuSummary, GpuUse, GpuWindow,
@@ -34,7 +34,7 @@ def build_report(capture):
 # "gpu_devices", "processes", "gpu_summaries"}: the last two are what the report shows of each process
 # (its samples' classes, files, stdio, GPUs) and of each GPU, read by the diagnosis with the rest, once.
 
-@record
+@typed_record
 class ProcessFacts:
     """The diagnosis's facts about one process of the capture."""
     sample_classes: Dict[str, SampleClass]   # sample_key -> what that /proc sample was
@@ -44,7 +44,7 @@ class ProcessFacts:
     visible_devices: Optional[List[Any]]     # CUDA_VISIBLE_DEVICES resolved to devices
 
 
-@record
+@typed_record
 class DiagnosisFacts:
     processes: List[ProcessFacts]            # one per capture["processes"] entry, in its order
     gpus: Dict[Any, Any]                     # GPU index -> its summary over the window (name, util,

@@ -49,7 +49,7 @@ def annotate(frames, pid_for_frame, cache=None):
     """
     cache = {} if cache is None else cache
     for index, frame in enumerate(frames):
-        function, filename, lineno = frame[0], frame[1], frame[2]
+        filename, lineno = frame[1], frame[2]
         if filename and not filename.startswith(("/", "<")) and pid_for_frame(index):
             # Python 3.8 keeps the script's path as typed ("train.py"): relative to
             # the directory it started in, which is the cwd unless it moved.

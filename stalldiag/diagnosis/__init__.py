@@ -18,9 +18,9 @@ Findings stay typed (types.Finding) until the report is written: their sentences
 kinds are given only then (registry/table.as_report).
 """
 from dataclasses import field
-from ..records import record
 from typing import Any, Dict, List, Optional
 
+from ..records import typed_record
 from .category import decide_category
 from .confidence import Confidence, assess as assess_confidence
 from .detectors import run as run_rows
@@ -45,7 +45,7 @@ from .threads import sample_kind  # noqa: E402,F401
 from .timeline import sample_key  # noqa: E402,F401
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class Diagnosis:
     """Every step's record, for the report to write out."""
     graph: Any
@@ -92,7 +92,7 @@ def walk_of(capture):
 
 
 def _verdict(result):
-    g, decision, sure = result.graph, result.decision, result.confidence
+    decision, sure = result.decision, result.confidence
     culprit = decision.culprit
     end = result.walk.end
     verdict = {

@@ -19,9 +19,9 @@ lock: ...".  Mechanisms that end the chain by themselves (a deadlock, a lost
 pool task, a full pipe nobody drains) are findings with a category of their
 own (registry.py).
 """
-from ..records import record
 from typing import Any, Optional
 
+from ..records import typed_record
 from .registry import table
 from . import kinds
 from .motion import runaway
@@ -127,7 +127,7 @@ def python_lock_wait(waiter, holder):
         holder.kind in ("lock", "stopped", "frozen") or not waiter.top_stack
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class Decision:
     """What the run is blocked on, and why: the category step's record, which the summary, the
     progress model and the confidence read (none of them decides it again).

@@ -10,12 +10,13 @@ NCCL's records all three, so a rank whose last started is below its peers' is be
 """
 from collections import Counter
 from dataclasses import field
-from ..records import record
 from typing import Any, Dict, List, Optional
 
+from ..records import typed_record
 
 
-@record(frozen=True)
+
+@typed_record(frozen=True)
 class Gap:
     """What the records of one process group say went wrong, at one sequence id."""
     group: str                          # the group's description ("default_pg") or name

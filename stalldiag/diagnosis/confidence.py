@@ -18,9 +18,9 @@ what would settle them.  Everything here reads the decision (category.Decision):
 not decided again.
 """
 from dataclasses import field
-from ..records import record
 from typing import List
 
+from ..records import typed_record
 from . import kinds
 from .category import BOUNDARIES
 from .motion import runaway, stuck
@@ -42,7 +42,7 @@ LONGER = "a longer window (--duration 30 or more)"
 WAITS_ON_A_THREAD = frozenset(kinds.names(thread_wait=True) + ("lock", "loop-wakeup", "ipc"))
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class Confidence:
     level: str
     rests_on: str

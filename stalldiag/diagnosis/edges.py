@@ -28,9 +28,10 @@ Edge kinds:
 from collections import Counter
 
 from ..knowledge import frames as frame_table
+from ..knowledge.frames import LOCK_WITH
 from .views import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, accepting, co_waiter, idle_helper,
                     in_file_lock, library_only, stuck_handler, waited_targets)
-from .locks import (LOCK_NAME, futex_word, held_in_window, held_locks, holds_same, lock_intent, self_held,
+from .locks import (futex_word, held_in_window, held_locks, holds_same, lock_intent, self_held,
                     shared_futex)
 from .motion import STUCK_SHARE, stuck
 from .objects import not_read as object_not_read, unending
@@ -153,7 +154,7 @@ def reentered(view):
     stack = frame_table.own_frames(view.top_stack)
     for depth, inner in enumerate(stack[:4]):
         source = inner[3] if len(inner) > 3 and isinstance(inner[3], dict) else {}
-        match = LOCK_NAME.match(source.get("code") or "")
+        match = LOCK_WITH.match(source.get("code") or "")
         if not match:
             continue
         for outer in stack[depth + 1:]:
@@ -164,8 +165,8 @@ def reentered(view):
             # it: interrupted in __enter__, once the lock was taken (a handler runs between
             # bytecodes; no other thread holds it: the caller checks)
             at_line = [{"line": outer[2], "code": held.get("code")}] if held.get("code") else []
-            opener = next((w for w in (held.get("within") or []) + at_line if LOCK_NAME.match(w.get("code") or "")
-                           and LOCK_NAME.match(w["code"]).group(1) == match.group(1)), None)
+            opener = next((w for w in (held.get("within") or []) + at_line if LOCK_WITH.match(w.get("code") or "")
+                           and LOCK_WITH.match(w["code"]).group(1) == match.group(1)), None)
             if opener:
                 return Edge(view, view, M.LOCK_HOLDER, {"wants": match.group(1), "frame": outer, "held": opener,
                                                         "self": True, "reentered": inner})

@@ -14,9 +14,9 @@ inside the innermost fork point count (knowledge.frames.own_frames).
   self time    the share of samples each function was the innermost frame of
 """
 from collections import Counter
-from ..records import record
 from typing import List, Optional, Tuple
 
+from ..records import typed_record
 from ..knowledge import frames as frame_table
 
 HOT_SHARE = 0.5      # share of a thread's samples a frame of its heavy path holds at least
@@ -24,7 +24,7 @@ MIN_SAMPLES = 3      # framed samples under which a thread's hot code is not sai
 SELF_TOP = 3         # functions named by self time
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class HotCode:
     path: List[Tuple[tuple, float]]        # (frame, inclusive share), outermost first
     call: Tuple[tuple, float]              # the frame the code changes hands at, and its share
@@ -89,7 +89,7 @@ def hot_code(view):
     return HotCode(path, path[call_index], path[call_index - 1][0] if call_index else None, self_time, total, native)
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class NativeHot:
     function: str                # the innermost named native function, most samples first
     library: str
@@ -110,7 +110,7 @@ def native_hot(view):
     total = sum(n for _frames, n in stacks)
     if not total:
         return None
-    leaves, entries, libraries = Counter(), Counter(), {}
+    leaves, entries = Counter(), Counter()
     for frames, n in stacks:
         natives = []
         for function, path, _line in frames:

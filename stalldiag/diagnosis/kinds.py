@@ -14,10 +14,11 @@ A thread's kind is what it did or waited for most of the window (threads.py deci
   chain_only   a kind only a chain's end takes (from its role or state), never a thread's
 Every table of kinds elsewhere (category.ROOTS, views.ACTIVITY_RANK, ...) is derived here.
 """
-from ..records import record
+
+from ..records import typed_record
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class ThreadKind:
     name: str
     root: str

@@ -5,12 +5,8 @@ A thread inside `with X:` (or after an unreleased `X.acquire()`) holds X; the li
 names what it wants.  Frames a forked child inherited from its parent hold nothing in the child
 (knowledge.frames.own_frames).
 """
-import re
-
 from ..knowledge import frames as frame_table
-from ..knowledge.frames import LOCK_ACQUIRE
-
-LOCK_NAME = re.compile(r"^(?:async\s+)?with\s+([\w.\[\]'\"]+)(?:\s*(?:,|as\b|:))")
+from ..knowledge.frames import LOCK_ACQUIRE, LOCK_WITH
 
 
 def lock_intent(view):
@@ -20,8 +16,7 @@ def lock_intent(view):
     frame = view.user_frame()
     if frame and len(frame) > 3 and isinstance(frame[3], dict):
         code = frame[3].get("code") or ""
-        match = LOCK_NAME.match(code) or LOCK_ACQUIRE.search(code)
-        wants = match.group(1) if match else None
+        wants = frame_table.lock_taken(code)
         holds = [name for name, _held in _frame_holds(frame)]
     return {"holds": holds, "wants": wants}
 
@@ -31,7 +26,7 @@ def _frame_holds(frame):
     source = frame[3] if len(frame) > 3 and isinstance(frame[3], dict) else {}
     found = []
     for opener in source.get("within") or []:
-        match = LOCK_NAME.match(opener.get("code") or "")
+        match = LOCK_WITH.match(opener.get("code") or "")
         if match:
             found.append((match.group(1), opener))
     for taken in source.get("acquired") or []:
@@ -98,7 +93,7 @@ def held_in_window(view):
         for frame in frame_table.own_frames(frames):
             source = frame[3] if len(frame) > 3 and isinstance(frame[3], dict) else None
             for opener in (source or {}).get("within") or []:
-                match = LOCK_NAME.match(opener.get("code") or "")
+                match = LOCK_WITH.match(opener.get("code") or "")
                 if match:
                     names.add(match.group(1))
     return names

@@ -8,13 +8,13 @@ does not show the wait stuck (a queue that holds items, an event that is set, a 
 
 One row per kind of object: the state that keeps its waiters waiting, and what that state says.
 """
-from ..records import record
 from typing import Optional
 
+from ..records import typed_record
 from .explain import waited_object
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class Stuck:
     """The object a wait is on, and what its state proves."""
     held: object          # types.HeldObject

@@ -15,9 +15,9 @@ not from what it prints.
 """
 import os
 from dataclasses import field
-from ..records import record
 from typing import List
 
+from ..records import typed_record
 from .motion import (STUCK_SHARE, _by_fd, _in_one_function, _silent, _user_line, file_changes, frozen_stack,  # noqa: F401
                      in_one_function, runaway, spins, stuck)
 from .types import Process
@@ -38,7 +38,7 @@ def starved(view, duration):
     return stuck(view) or (view.cpu_seconds is not None and view.cpu_seconds < STARVED_CPU * (duration or 0))
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class Progress:
     """Whether the run is making progress: "making progress", "no progress seen" or "cannot tell",
     the evidence, and that evidence as one line."""

@@ -2,11 +2,12 @@
 focus to the root, and, for the rows that need it, the progress record.  Detectors read it and
 return Findings; nothing in it changes once made."""
 from dataclasses import field, replace
-from ..records import record
 from typing import Any, Dict
 
+from ..records import typed_record
 
-@record(frozen=True)
+
+@typed_record(frozen=True)
 class Scene:
     g: Any                        # graph.WaitGraph
     walk: Any                     # walk.Walk

@@ -10,7 +10,7 @@ from collections import Counter
 from ..knowledge import frames as frame_table
 from ..knowledge.syscalls import wait_kind, wchan_kind
 from . import kinds
-from .types import Frame, processes
+from .types import Frame
 
 # Waits on another thread of the same process, known from Python frames.
 THREAD_WAIT_KINDS = kinds.names(thread_wait=True)

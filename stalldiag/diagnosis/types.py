@@ -24,8 +24,9 @@ Waits    what the wait probes resolved: FileLock (/proc/locks), FileWait (a loop
          can end a blocked wait, host-wide).
 """
 from dataclasses import MISSING, field, fields
-from ..records import record
 from typing import Any, Dict, List, NamedTuple, Optional
+
+from ..records import typed_record
 
 
 def _from_dict(cls, data, **overrides):
@@ -65,7 +66,7 @@ class Frame(NamedTuple):
         return cls(raw[0], raw[1], raw[2], raw[3] if isinstance(raw[3], dict) else None)
 
 
-@record
+@typed_record
 class Machine:
     """The host the capture was taken on (capture["host"])."""
     hostname: Optional[str] = None
@@ -82,7 +83,7 @@ class Machine:
         return _from_dict(cls, raw if isinstance(raw, dict) else {})
 
 
-@record
+@typed_record
 class Window:
     start: Optional[float] = None
     duration_s: Optional[float] = None
@@ -97,7 +98,7 @@ class Window:
         return _from_dict(cls, capture.get("window") or {})
 
 
-@record
+@typed_record
 class Thread:
     tid: int
     name: Optional[str] = None            # /proc comm
@@ -111,7 +112,7 @@ class Thread:
     last_seen: Optional[float] = None
 
 
-@record
+@typed_record
 class Process:
     pid: int
     ppid: Optional[int] = None
@@ -157,7 +158,7 @@ def processes(capture):
     return [Process.of(p) for p in capture.get("processes") or []]
 
 
-@record
+@typed_record
 class CgroupMemory:
     limit: Optional[int] = None          # bytes (memory.max / memory.limit_in_bytes), None: none
     limit_path: Optional[str] = None     # the cgroup whose limit binds (a parent's, maybe)
@@ -170,7 +171,7 @@ class CgroupMemory:
     inactive_file: Optional[int] = None
 
 
-@record
+@typed_record
 class CgroupPids:
     limit: Optional[int] = None          # pids.max: tasks (processes and threads) the cgroup may hold
     current: Optional[int] = None        # pids.current of the cgroup that sets the limit
@@ -182,7 +183,7 @@ class CgroupPids:
         return _from_dict(cls, raw, members=[_from_dict(OtherProcess, o) for o in raw.get("members") or []])
 
 
-@record
+@typed_record
 class CgroupLimits:
     version: Optional[int] = None
     path: Optional[str] = None
@@ -199,13 +200,13 @@ class CgroupLimits:
                           pids=CgroupPids.of(raw["pids"]) if raw.get("pids") else None)
 
 
-@record
+@typed_record
 class OpenFiles:
     open: int = 0
     limit: Optional[int] = None          # the soft RLIMIT_NOFILE
 
 
-@record
+@typed_record
 class ProcessLimits:
     affinity: List[int] = field(default_factory=list)
     cgroup: CgroupLimits = field(default_factory=CgroupLimits)
@@ -219,7 +220,7 @@ class ProcessLimits:
                           open_files=_from_dict(OpenFiles, files) if files else None)
 
 
-@record
+@typed_record
 class OtherProcess:
     """A process outside the job: a neighbour on its CPUs or disks, or a GPU's other user."""
     pid: int
@@ -237,7 +238,7 @@ class OtherProcess:
     threads: Optional[int] = None        # (a full pids cgroup's members) tasks it holds there
 
 
-@record
+@typed_record
 class Disk:
     device: Optional[str] = None         # "major:minor"
     read_Bps: float = 0.0
@@ -245,7 +246,7 @@ class Disk:
     busy: float = 0.0
 
 
-@record
+@typed_record
 class Host:
     cpus: int = 0
     memory: Dict[str, int] = field(default_factory=dict)        # meminfo: total, available, cached
@@ -253,7 +254,7 @@ class Host:
     disks: Dict[str, Disk] = field(default_factory=dict)
 
 
-@record
+@typed_record
 class Resources:
     duration_s: Optional[float] = None
     processes: Dict[int, ProcessLimits] = field(default_factory=dict)
@@ -283,7 +284,7 @@ class Resources:
         return self.processes.get(pid) or ProcessLimits()
 
 
-@record
+@typed_record
 class GpuDevice:
     index: int
     name: str = "GPU"
@@ -297,7 +298,7 @@ class GpuDevice:
     ecc_uncorrected_end: Optional[int] = None
 
 
-@record
+@typed_record
 class Gpus:
     """The GPU probe's record.  Time series stay rows: samples [t, index, util, mem util, memory
     used, SM clock, power, throttle reasons], gpm [t, index, SM %, occupancy %, tensor %],
@@ -363,7 +364,7 @@ class Gpus:
 
 # -- what the job wrote, and the calls that failed ---------------------------------------------
 
-@record
+@typed_record
 class OutputStream:
     """The last lines written to one of a process's streams (probes/output_tail.py)."""
     path: Optional[str] = None
@@ -373,7 +374,7 @@ class OutputStream:
     same_as: Optional[str] = None        # (stderr) the same file as stdout
 
 
-@record
+@typed_record
 class OutputTail:
     """A process's stdout, stderr and the log files it has open."""
     stdout: Optional[OutputStream] = None
@@ -407,7 +408,7 @@ def syscall_errors(capture):
 
 # -- the capture, read once ----------------------------------------------------------------------
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class Facts:
     """Everything the diagnosis and the report read of a capture, read from it once: no step after
     this one opens the capture's dicts."""
@@ -440,7 +441,7 @@ class Facts:
     collectives: Optional["Collectives"] = None
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class Collectives:
     """The ranks' Flight Recorders as the probe read them (probes/flight_recorder.py): the ways
     out the job armed, each rank's record (its groups' last sequence ids and the entries around
@@ -485,7 +486,7 @@ def read(capture):
 
 # -- the wait probes' records ----------------------------------------------------------------
 
-@record
+@typed_record
 class FileLock:
     """One lock of /proc/locks that a process of the job holds or waits for (probes/locks.py)."""
     type: Optional[str] = None           # FLOCK, POSIX, OFDLCK
@@ -501,7 +502,7 @@ class FileLock:
         return self.path or self.dev_inode
 
 
-@record
+@typed_record
 class FileWait:
     """A thread polling for a lock or marker file in a sleep loop (probes/file_waits.py)."""
     pid: int
@@ -520,7 +521,7 @@ class FileWait:
         return [p for p in self.flock_holders + self.open_by if p != pid]
 
 
-@record
+@typed_record
 class Join:
     """Thread.join(): the thread joined (probes/joins.py)."""
     pid: int
@@ -529,7 +530,7 @@ class Join:
     target_tid: Optional[int] = None
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class HeldObject:
     """An object a waiting thread's frame holds, read from the target's memory (probes/objects.py):
     `fact` is the decoded record ({"kind": "Barrier", "parties": 3, "count": 2, ...}; a field that
@@ -557,7 +558,7 @@ class HeldObject:
         return None if isinstance(value, dict) and "not_read" in value else value
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class Objects:
     """What probes/objects.py read: the objects per thread (innermost frame first), each process's
     live thread idents, and what it could not read.  None in a Facts: the probe did not run (an
@@ -592,7 +593,7 @@ class Objects:
         return self.by_thread.get((pid, tid), [])
 
 
-@record
+@typed_record
 class GilOwner:
     """A process's GIL: its holder and the threads waiting for it (probes/gil.py)."""
     holder_tid: Optional[int] = None
@@ -600,7 +601,7 @@ class GilOwner:
     how: Optional[str] = None
 
 
-@record
+@typed_record
 class WakerRecord:
     """Who can end one blocked wait of one thread, searched host-wide (probes/wakers.py)."""
     pid: int
@@ -646,7 +647,7 @@ def waits(capture):
     return locks, file_waits, joins, gil, wakers
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class Finding:
     """What a detector found: a mechanism (registry.M), the thread or process it is about, and the
     facts its row's sentence is written from.  `unknown` says what the finding could not see (the
@@ -664,7 +665,7 @@ class Finding:
                    unknown)
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class Edge:
     waiter: Any                   # ThreadView
     waker: Any                    # ThreadView, or None: the wait ends here

@@ -4,9 +4,9 @@ The summary is the sentence of the first found row of the registry that leads it
 or, when none does, the category's words and what the culprit does; then the clauses of the
 qualifiers that apply to the category (a binding limit, what the GPU did).
 """
-from ..records import record
 from typing import List
 
+from ..records import typed_record
 from .category import CATEGORIES, SUMMARY  # noqa: F401
 from .evidence import lines as evidence_lines
 from .explain import blocking_text, detail_text, doing, frame_text, pct, process_text
@@ -16,7 +16,7 @@ from .registry import table
 from .summaries import first_framework_frame
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class Words:
     summary: str
     evidence: List[str]

@@ -8,9 +8,9 @@ other and run in turn).  A terminal edge (a lock held at fork, a lost pool task,
 nobody is left to end) ends the walk where it is.
 """
 from dataclasses import field
-from ..records import record
 from typing import Any, List, Optional
 
+from ..records import typed_record
 from . import edges as edge_finders
 from .motion import stuck
 from .views import waited_targets
@@ -20,7 +20,7 @@ from .registry.names import M
 MAX_CHAIN = 8
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class Walk:
     chain: List[Any]                       # ThreadViews, focus first
     into: List[Optional[Edge]]             # the edge that led to each step (None for the focus)

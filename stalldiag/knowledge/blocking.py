@@ -27,10 +27,10 @@ first candidate in table order.  Frozen modules have no path: `<frozen importlib
 and from 3.11 on `<frozen os>` too (os, like runpy, is frozen into the interpreter: its frames carry
 no file path and no version).
 """
-import bisect
 import re
-from ..records import record
 from functools import lru_cache
+
+from ..records import typed_record
 
 ALL = ((3, 8), (3, 13))
 PYTHONS = ((3, 8), (3, 9), (3, 10), (3, 11), (3, 12), (3, 13))
@@ -40,7 +40,7 @@ def _v(first, last=13):
     return ((3, first), (3, last))
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class Blocking:
     module: str
     function: str
@@ -71,7 +71,7 @@ class Blocking:
         return self.versions[0] <= tuple(version[:2]) <= self.versions[1]
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class NotBlocking:
     """A function the enumeration lists that does not block (or not on Linux), and why.
     function "*" covers every function of the module whose primitive calls are all of the
@@ -1354,7 +1354,7 @@ def background_thread(stack):
 
 # --- coverage of an enumeration --------------------------------------------------------------
 
-@record
+@typed_record
 class Coverage:
     label: str
     enumerated: int

@@ -234,6 +234,17 @@ FILE_WAIT_PATHS = {
 # A lock taken or given back by hand in a source line: `X.acquire(` / `X.release(`, X's name.
 LOCK_ACQUIRE = re.compile(r"([\w.\[\]]+)\.acquire\(")
 LOCK_RELEASE = re.compile(r"([\w.\[\]]+)\.release\(")
+# A lock a statement holds for its block: `with X:`, `async with X as y:`, `with X, Y:`, X's name.
+LOCK_WITH = re.compile(r"^(?:async\s+)?with\s+([\w.\[\]'\"]+)(?:\s*(?:,|as\b|:))")
+
+
+def lock_taken(line):
+    """The name a source line takes a lock by (`self._lock` of `with self._lock:` or of
+    `self._lock.acquire()`), or None."""
+    line = (line or "").strip()
+    match = LOCK_WITH.match(line) or LOCK_ACQUIRE.search(line)
+    return match.group(1) if match else None
+
 
 # A hand-written wait for a file, from source lines: a sleep inside a loop on a file's existence.
 FILE_WAIT_SOURCES = [

@@ -16,13 +16,13 @@ measured", and a limitation naming the error) and the others report as before.
 """
 import time
 from dataclasses import field, fields
-from ..records import record
 from typing import List
 
+from ..records import typed_record
 from .. import targets
 
 
-@record
+@typed_record
 class Section:
     """What one probe saw, and how it goes into the capture: each field but the limitations is
     the capture key of its name, unless write() says otherwise."""

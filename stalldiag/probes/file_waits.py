@@ -12,9 +12,9 @@ not qualify cost nothing.
 import os
 import time
 from collections import Counter
-from ..records import record
 from typing import Optional
 
+from ..records import typed_record
 from .. import procfs
 from .base import Section, StackWaitProbe
 from ..knowledge import frames as frame_table
@@ -168,7 +168,7 @@ def resolve(records, profiles, frames):
     return out
 
 
-@record
+@typed_record
 class FileWaitsSection(Section):
     """capture["file_waits"]: None when no thread polls for a file."""
     file_waits: Optional[list] = None

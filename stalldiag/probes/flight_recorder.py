@@ -26,9 +26,9 @@ import os
 import socket
 import stat as stat_mod
 import time
-from ..records import record
 from typing import Any, Optional
 
+from ..records import typed_record
 from .. import fds, procfs
 from ..flight_recorder import MAX_DUMP_BYTES, DumpError, frontend_dumps, rank_record, read_record
 from ..knowledge import flight_recorder as fr
@@ -41,7 +41,7 @@ FIFO_WAIT_S = 5.0        # for the dump a FIFO write asks for
 ACCEPTS = ("accept", "accept4", "poll", "ppoll", "select", "pselect6")
 
 
-@record
+@typed_record
 class CollectivesSection(Section):
     collectives: Optional[Any] = None
 

@@ -8,9 +8,9 @@ end of the window reads which thread owns the GIL ("owns_gil", from the
 interpreter's own state).  Processes that do not show the pattern cost nothing.
 """
 
-from ..records import record
 from typing import Optional
 
+from ..records import typed_record
 from .. import procfs
 from ..knowledge import frames as frame_table
 from .base import Section, StackWaitProbe
@@ -102,7 +102,7 @@ def resolve(records, profiles, frames):
     return out or None
 
 
-@record
+@typed_record
 class GilSection(Section):
     """capture["gil"]: {pid: {holder_tid, waiting_tids, how}}, None when no thread starves on it."""
     gil: Optional[dict] = None

@@ -23,8 +23,8 @@ import os
 import threading
 import time
 from dataclasses import field
-from ..records import record
 
+from ..records import typed_record
 from .. import procfs
 from .base import Probe, Section
 
@@ -98,7 +98,7 @@ def _try(fn, *args, default=None):
         return default
 
 
-@record
+@typed_record
 class GpuSection(Section):
     """capture["gpu"]: NVML's devices, samples and per-process use (or why there are none)."""
     gpu: dict = field(default_factory=lambda: {"available": False, "reason": "not measured"})

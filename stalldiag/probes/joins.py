@@ -8,9 +8,9 @@ name the joined thread.  One `py-spy dump --locals --nonblocking` per process
 with a thread blocked in join, at the end of the window; nothing otherwise.
 """
 import re
-from ..records import record
 from typing import Optional
 
+from ..records import typed_record
 from .base import Section, StackWaitProbe
 from .file_waits import dump_locals, syscall_share
 
@@ -68,7 +68,7 @@ def resolve(records, profiles, frames):
     return out or None
 
 
-@record
+@typed_record
 class JoinsSection(Section):
     """capture["joins"]: None when no thread waits in Thread.join."""
     joins: Optional[list] = None

@@ -14,9 +14,9 @@ the process that took it, which may have exited: the processes that have the
 file open say who holds it now.
 """
 import os
-from ..records import record
 from typing import Optional
 
+from ..records import typed_record
 from .. import fds, procfs
 from .base import Probe, Section
 from .threads import tree_pids
@@ -227,7 +227,7 @@ class LockWatch:
         return out
 
 
-@record
+@typed_record
 class LocksSection(Section):
     """capture["locks"]: None when no thread was seen waiting for a file lock."""
     locks: Optional[list] = None

@@ -11,9 +11,9 @@ overhead is measured in docs/benchmarks.md).  A stop, however short, is one: it 
 """
 import time
 from collections import Counter
-from ..records import record
 from typing import Optional
 
+from ..records import typed_record
 from .base import Probe, Section
 from .file_waits import syscall_share
 from .stacks import dumped_tid, find_pyspy, pyspy_native_dump
@@ -56,7 +56,7 @@ def sample(pid, tids, dumps, binary=None):
     return {str(tid): [[list(map(list, frames)), n] for frames, n in c.most_common()] for tid, c in counts.items() if c}
 
 
-@record
+@typed_record
 class NativeSection(Section):
     """capture["native"]: {"dumps": n, "seconds": s, "processes": {pid: {tid: [[frames, n], ...]}}},
     or None when no process was busy (or native sampling was off)."""

@@ -16,11 +16,12 @@ thread idents; the strings an object holds (a Popen's arguments, an address) are
 """
 import re
 import time
-from ..records import record
 from typing import Optional
 
+from ..records import typed_record
 from .. import sources
 from ..knowledge import blocking
+from ..knowledge import frames as frame_table
 from ..redact import redact_text
 from .base import Section, StackWaitProbe
 from .file_waits import dump_locals_raw, syscall_share
@@ -44,13 +45,14 @@ INTERNAL = {("Condition.wait", "waiter"), ("wait", "waiter")}
 
 
 # the lock a line of the user's code takes: `with self._lock:`, `lock.acquire()`, `with a.b as c:`
-LOCK_TAKEN = re.compile(r"^(?:async\s+)?with\s+([A-Za-z_][\w.]*)\s*(?::|\bas\b)|([A-Za-z_][\w.]*)\.acquire\(")
+DOTTED = re.compile(r"[A-Za-z_][\w.]*")
 
 
 def lock_expression(line):
-    """The dotted name a line takes as a lock (`self._lock`), or None."""
-    match = LOCK_TAKEN.search(line or "")
-    return (match.group(1) or match.group(2)) if match else None
+    """The dotted name a line takes as a lock (`self._lock`: knowledge.frames.lock_taken), or None
+    (no lock, or one taken through a subscript, which a local's attributes do not reach)."""
+    name = frame_table.lock_taken(line)
+    return name if name and DOTTED.fullmatch(name) else None
 
 
 def waiting_threads(records, profiles, frames):
@@ -97,10 +99,10 @@ def _waiting_frames(stack):
 
 
 def _lock_taken(pid, reader, stack):
-    from .. import pyobjects
     """The lock the innermost frame's line takes, when that frame is the user's and the lock is
     reachable from one of its locals (`self._lock`, `lock`): {"frame", "local", "type", "fact",
     "text"}, else None.  A module global is not in py-spy's locals: said so, not guessed."""
+    from .. import pyobjects
     if not stack or not stack[0].get("user"):
         return None
     frame = stack[0]
@@ -195,7 +197,7 @@ def resolve_objects(records, profiles, frames, only=None):
     return {"threads": threads, "idents": idents, "not_read": unread}
 
 
-@record
+@typed_record
 class ObjectsSection(Section):
     """capture["objects"]: None when no thread waited in a blocking function."""
     objects: Optional[dict] = None

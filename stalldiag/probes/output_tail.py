@@ -17,9 +17,9 @@ import re
 import stat as stat_mod
 import time
 from dataclasses import field
-from ..records import record
 from typing import Dict
 
+from ..records import typed_record
 from .. import fds, procfs
 from .base import Probe, Section
 from ..redact import MASK, PRIVATE_KEY_BEGIN, redact_text
@@ -158,7 +158,7 @@ def _lines(data):
     return out
 
 
-@record
+@typed_record
 class OutputTailSection(Section):
     """capture["output_tail"]: {pid: {stdout, stderr, logs}} of the live processes."""
     output_tail: Dict[str, dict] = field(default_factory=dict)

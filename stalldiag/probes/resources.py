@@ -16,8 +16,8 @@ mount table, so the tests run them on saved files of a cgroup v2 host.
 import os
 import time
 from dataclasses import field
-from ..records import record
 
+from ..records import typed_record
 from .. import fds, procfs, redact
 from . import kernel_state
 from .base import Probe, Section
@@ -509,7 +509,7 @@ def _descendants_of(root, counters):
     return found
 
 
-@record
+@typed_record
 class ResourcesSection(Section):
     """capture["resources"]: the job's limits, the host's use of its CPUs, memory and disks, and
     who else uses them (or why they were not measured)."""

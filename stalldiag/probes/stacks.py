@@ -19,9 +19,9 @@ import subprocess
 import threading
 import time
 from dataclasses import field
-from ..records import record
 from typing import Dict, List, Optional, Tuple
 
+from ..records import typed_record
 from .. import procfs, sources
 from ..errors import last_line
 from ..helpers import die_with_parent, intern_row
@@ -621,7 +621,7 @@ def looks_like_python(pid, exe):
         return None if not exe else False
 
 
-@record
+@typed_record
 class StacksSection(Section):
     """Python stacks of every thread, merged over py-spy's recorders and dumps, and how each
     process was sampled."""

@@ -32,9 +32,9 @@ import signal
 import subprocess
 import tempfile
 import time
-from ..records import record
 from typing import Optional
 
+from ..records import typed_record
 from .. import procfs
 from ..errors import last_line
 from ..helpers import die_with_parent
@@ -364,7 +364,7 @@ def choose_backend(preferred=None, skip=()):
 
 # --- the probe -------------------------------------------------------------------------------
 
-@record
+@typed_record
 class ExactSection(Section):
     """capture["exact_syscalls"] (--syscalls exact): None when not asked for or no backend worked."""
     exact_syscalls: Optional[dict] = None

@@ -14,9 +14,9 @@ import signal
 import struct
 import time
 from dataclasses import field
-from ..records import record
 from typing import Dict, List, Optional
 
+from ..records import typed_record
 from .. import fds, procfs, redact
 from . import kernel_state
 from .base import Probe, Section
@@ -798,7 +798,7 @@ OUTSIDE_ROLES = ("lock-holder", "pipe-peer", "waker")
 MAX_DENIED_NAMED = 20
 
 
-@record
+@typed_record
 class ThreadsSection(Section):
     """Every process watched (capture "processes", first seen first), the socket pairs between
     them, and how many children went uninspected."""

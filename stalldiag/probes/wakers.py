@@ -15,9 +15,9 @@ or sockets, or stops it: link texts, fdinfo, maps, mountinfo and kernel stacks o
 import stat as stat_mod
 import time
 from dataclasses import field
-from ..records import record
 from typing import List
 
+from ..records import typed_record
 from .. import fds, mounts, procfs
 from .base import Probe, Section
 from .threads import EPOLL_SYSCALLS, POLL_SYSCALLS, SELECT_SYSCALLS, tree_pids
@@ -364,7 +364,7 @@ def _is_fifo(pid, path):
         return False
 
 
-@record
+@typed_record
 class WakersSection(Section):
     """capture["wakers"]: one record per (pid, tid, object) blocked on for WAIT_MIN_SAMPLES samples."""
     wakers: List[dict] = field(default_factory=list)

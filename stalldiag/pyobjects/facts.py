@@ -10,9 +10,9 @@ describe(fact) says it in one short sentence.
 import socket as _socket
 import struct
 from dataclasses import fields
-from ..records import record
 from typing import Any, Union
 
+from ..records import typed_record
 from .layouts import layout_for
 from .memory import Fault, NotRead
 from .reader import PyObj, reader_for
@@ -22,7 +22,7 @@ Maybe = Union[Any, NotRead]
 
 # ---- facts --------------------------------------------------------------------------------
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class Fact:
     type_name: str
     addr: int
@@ -51,12 +51,12 @@ class Fact:
         return out
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class LockFact(Fact):
     locked: Maybe
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class RLockFact(Fact):
     locked: Maybe
     owner: Maybe          # thread ident of the owner, None when free
@@ -64,20 +64,20 @@ class RLockFact(Fact):
     implementation: str   # "C" (_thread.RLock) or "Python" (threading._RLock)
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class ConditionFact(Fact):
     lock: Maybe           # LockFact / RLockFact / another Fact
     waiters: Maybe
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class SemaphoreFact(Fact):
     value: Maybe
     initial_value: Maybe  # BoundedSemaphore only
     waiters: Maybe
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class EventFact(Fact):
     is_set: Maybe
     waiters: Maybe
@@ -86,14 +86,14 @@ class EventFact(Fact):
 BARRIER_STATES = {0: "filling", 1: "draining", -1: "resetting", -2: "broken"}
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class BarrierFact(Fact):
     parties: Maybe
     count: Maybe          # parties waiting at the barrier now
     state: Maybe          # "filling", "draining", "resetting", "broken"
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class ThreadFact(Fact):
     name: Maybe
     ident: Maybe          # None before start
@@ -104,7 +104,7 @@ class ThreadFact(Fact):
     alive_basis: str      # what `alive` was judged from
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class QueueFact(Fact):
     maxsize: Maybe        # 0: unbounded
     size: Maybe
@@ -113,12 +113,12 @@ class QueueFact(Fact):
     putters_waiting: Maybe
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class SimpleQueueFact(Fact):
     size: Maybe
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class SemLockFact(Fact):
     """A multiprocessing Lock/RLock/Semaphore/BoundedSemaphore: its POSIX semaphore's value
     (shared by all processes) and this process's own acquisitions of it."""
@@ -130,19 +130,19 @@ class SemLockFact(Fact):
     last_tid: Maybe       # thread ident of this process's last acquirer
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class MPConditionFact(Fact):
     lock: Maybe
     waiters: Maybe
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class MPEventFact(Fact):
     is_set: Maybe
     waiters: Maybe
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class MPQueueFact(Fact):
     maxsize: Maybe
     in_flight: Maybe      # items put and not yet taken (maxsize - its semaphore's value)
@@ -152,7 +152,7 @@ class MPQueueFact(Fact):
     unfinished_tasks: Maybe   # JoinableQueue only
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class PoolFact(Fact):
     processes: Maybe
     state: Maybe          # "INIT", "RUN", "CLOSE", "TERMINATE"
@@ -161,7 +161,7 @@ class PoolFact(Fact):
     outstanding: Maybe    # len(_cache): results not yet delivered
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class ProxyFact(Fact):
     typeid: Maybe
     token_address: Maybe
@@ -169,7 +169,7 @@ class ProxyFact(Fact):
     manager_address: Maybe
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class ProcessFact(Fact):
     name: Maybe
     started: Maybe
@@ -177,14 +177,14 @@ class ProcessFact(Fact):
     returncode: Maybe     # None: not collected (running, or not yet waited for)
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class FutureFact(Fact):
     state: Maybe          # "PENDING", "RUNNING", "CANCELLED", "CANCELLED_AND_NOTIFIED", "FINISHED"
     has_result: Maybe
     has_exception: Maybe
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class ThreadPoolExecutorFact(Fact):
     max_workers: Maybe
     threads: Maybe
@@ -193,7 +193,7 @@ class ThreadPoolExecutorFact(Fact):
     broken: Maybe         # False or the message
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class ProcessPoolExecutorFact(Fact):
     max_workers: Maybe
     processes: Maybe
@@ -201,14 +201,14 @@ class ProcessPoolExecutorFact(Fact):
     broken: Maybe
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class PopenFact(Fact):
     args: Maybe           # as text (bounded)
     pid: Maybe
     returncode: Maybe     # None: not collected
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class SocketFact(Fact):
     fd: Maybe             # -1 once closed
     family: Maybe         # "AF_INET", ... (the number when unnamed)
@@ -218,13 +218,13 @@ class SocketFact(Fact):
     closed: Maybe
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class AddressFact(Fact):
     host: Maybe
     port: Maybe
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class AsyncFutureFact(Fact):
     state: Maybe          # "PENDING", "CANCELLED", "FINISHED"
     has_result: Maybe
@@ -232,7 +232,7 @@ class AsyncFutureFact(Fact):
     implementation: str
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class AsyncTaskFact(Fact):
     state: Maybe
     name: Maybe
@@ -240,25 +240,25 @@ class AsyncTaskFact(Fact):
     implementation: str
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class AsyncEventFact(Fact):
     is_set: Maybe
     waiters: Maybe
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class AsyncLockFact(Fact):
     locked: Maybe
     waiters: Maybe
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class AsyncSemaphoreFact(Fact):
     value: Maybe
     waiters: Maybe
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class AsyncQueueFact(Fact):
     maxsize: Maybe
     size: Maybe
@@ -267,14 +267,14 @@ class AsyncQueueFact(Fact):
     putters_waiting: Maybe
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class TextFact(Fact):
     text: Maybe
     length: Maybe
     truncated: Maybe
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class ValueFact(Fact):
     value: Maybe          # PyObj of a plain value (int, float, bytes, tuple, ...)
 

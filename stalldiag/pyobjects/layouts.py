@@ -9,8 +9,8 @@ sources, each checked against a live process of that version (tests/live/test_py
 """
 import os
 import re
-from ..records import record
 
+from ..records import typed_record
 from .. import procfs
 from .memory import NotRead
 
@@ -30,7 +30,7 @@ TPFLAGS_DICT_SUBCLASS = 1 << 29
 TPFLAGS_TYPE_SUBCLASS = 1 << 31
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class Layout:
     version: tuple
     # PyObject / PyVarObject

@@ -8,15 +8,15 @@ import ctypes
 import errno
 import os
 import struct
-from ..records import record
 
+from ..records import typed_record
 from .. import procfs
 
 MAX_READ = 1 << 20          # no single read is larger than this
 USER_SPACE_END = 1 << 47    # x86_64: user addresses are below 0x8000_0000_0000
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class NotRead:
     """A value the reader could not (or would not) read, with the reason.  Falsy, so that
     `if fact.locked:` never mistakes an unread field for a true one."""

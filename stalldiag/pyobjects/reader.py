@@ -6,9 +6,9 @@ read_object() turns that into NotRead.  Every read is bounded: strings by max_st
 containers by max_items items, nesting by depth.
 """
 import struct
-from ..records import record
 from typing import Any, Optional
 
+from ..records import typed_record
 from .. import procfs
 from . import layouts as L
 from .layouts import layout_for
@@ -24,7 +24,7 @@ MAX_INT_DIGITS = 64     # 30-bit digits of an int (about 1900 bits)
 _NAME_CHARS = set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._<>[]-, ")
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class PyObj:
     """One object read from the target.
 
@@ -66,7 +66,7 @@ class PyObj:
         return self.value
 
 
-@record
+@typed_record
 class TypeInfo:
     addr: int
     tp_name: str

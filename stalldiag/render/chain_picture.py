@@ -20,9 +20,9 @@ svg(picture) -> the markup.
 """
 import html
 from dataclasses import field
-from ..records import record
 from typing import List, Optional, Tuple
 
+from ..records import typed_record
 from .common import command_text
 
 MAX_STEPS = 12                 # chain steps drawn; a longer chain keeps both ends
@@ -69,7 +69,7 @@ def esc(text, limit=None):
 
 # --- the picture's records --------------------------------------------------------------------
 
-@record
+@typed_record
 class Node:
     key: Tuple                     # (pid, tid) of a thread; ("end",) or ("gap",) otherwise
     role: str                      # "chain", "other", "end" (how the walk ended), "gap" (steps left out)
@@ -95,7 +95,7 @@ class Node:
         return self.y + self.h / 2
 
 
-@record
+@typed_record
 class Arrow:
     src: Tuple                     # Node keys
     dst: Tuple
@@ -108,7 +108,7 @@ class Arrow:
     on_cycle: bool = False         # an edge of the loop
 
 
-@record
+@typed_record
 class Box:
     pid: int
     title: str
@@ -122,7 +122,7 @@ class Box:
     culprit: bool = False
 
 
-@record
+@typed_record
 class Picture:
     width: float
     height: float

@@ -13,8 +13,9 @@ rank rows) keep any key they do not name in `extra`, and the order of the keys t
 with, so the JSON says exactly what the diagnosis said.
 """
 from dataclasses import field, fields
-from ..records import record
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+
+from ..records import typed_record
 
 # The layout of Report and of Report.to_dict(): raised when a key changes meaning or goes away
 # (adding one does not). The capture inside has its own schema_version (capture.py).
@@ -69,7 +70,7 @@ def _keys():
 
 # --- what the diagnosis said ------------------------------------------------------------------
 
-@record
+@typed_record
 class Progress(OpenRecord):
     state: Optional[str] = None           # "making progress", "no progress seen", "cannot tell"
     evidence: List[str] = field(default_factory=list)
@@ -78,7 +79,7 @@ class Progress(OpenRecord):
     keys: Tuple[str, ...] = _keys()
 
 
-@record
+@typed_record
 class Verdict(OpenRecord):
     category: str = "unknown"
     summary: str = ""
@@ -97,7 +98,7 @@ class Verdict(OpenRecord):
     nested = {"progress": Progress}
 
 
-@record
+@typed_record
 class Finding(OpenRecord):
     """One mechanism found (registry.py): its kind and sentence; its facts in `extra`."""
     kind: str = ""
@@ -108,7 +109,7 @@ class Finding(OpenRecord):
     keys: Tuple[str, ...] = _keys()
 
 
-@record
+@typed_record
 class ChainStep(OpenRecord):
     """A thread on the verdict's chain, from the thread that should progress to the culprit."""
     pid: int = 0
@@ -132,7 +133,7 @@ class ChainStep(OpenRecord):
     keys: Tuple[str, ...] = _keys()
 
 
-@record
+@typed_record
 class RankRow(OpenRecord):
     rank: int = 0
     local_rank: Optional[int] = None
@@ -152,7 +153,7 @@ class RankRow(OpenRecord):
     keys: Tuple[str, ...] = _keys()
 
 
-@record
+@typed_record
 class RankGroup(OpenRecord):
     """A class of ranks as the diagnosis wrote it: ranks whose main threads have the same state
     and normalized stack (ranks.py), largest first."""
@@ -198,7 +199,7 @@ class Divergence(NamedTuple):
                 "into": None if self.into is None else list(self.into), "prefix": self.prefix}
 
 
-@record
+@typed_record
 class RankClass:
     """Ranks alike: the same state and normalized stack (the diagnosis's class), with what the
     reports show of it: its ranks and hosts, its first rank's stack, where it leaves a larger
@@ -226,7 +227,7 @@ class RankClass:
                 "diverges": None if self.diverges is None else self.diverges.to_dict(), "outlier": self.outlier}
 
 
-@record
+@typed_record
 class Ranks:
     rows: List[RankRow]
     groups: List[RankGroup]
@@ -237,7 +238,7 @@ class Ranks:
 
 # --- the window, the processes and threads ---------------------------------------------------
 
-@record
+@typed_record
 class Tool(OpenRecord):
     name: Optional[str] = None
     version: Optional[str] = None
@@ -245,7 +246,7 @@ class Tool(OpenRecord):
     keys: Tuple[str, ...] = _keys()
 
 
-@record
+@typed_record
 class Window:
     start: Optional[float] = None
     duration_s: Optional[float] = None
@@ -298,7 +299,7 @@ class FrameLocals(NamedTuple):
     values: Dict[str, str]
 
 
-@record
+@typed_record
 class ThreadRow:
     tid: int
     name: Optional[str]                   # Python's name for it, else the kernel's
@@ -335,7 +336,7 @@ class FileChange(NamedTuple):
     delta: Optional[int]
 
 
-@record
+@typed_record
 class Files:
     """Files read on, written and opened during the window."""
     read: List[FileChange] = field(default_factory=list)
@@ -346,7 +347,7 @@ class Files:
         return {name: [entry._asdict() for entry in getattr(self, name)] for name in ("read", "written", "opened")}
 
 
-@record
+@typed_record
 class GpuUse:
     """The GPUs one process uses, its memory there and its SM utilization samples' mean."""
     devices: List[Any]
@@ -359,7 +360,7 @@ class GpuUse:
                 "cuda_visible_devices": self.cuda_visible_devices}
 
 
-@record
+@typed_record
 class ProcessRow:
     pid: int
     ppid: Optional[int]
@@ -403,7 +404,7 @@ class ProcessRow:
 
 # --- what the job wrote, what failed, the GPUs -----------------------------------------------
 
-@record
+@typed_record
 class OutputTail:
     """The last lines (redacted) of one regular file a process writes to."""
     pid: int
@@ -420,14 +421,14 @@ class FailedCall(NamedTuple):
     errnos: Dict[str, int]                # ECONNREFUSED -> n (when the backend knows them)
 
 
-@record
+@typed_record
 class CallFailures:
     """--syscalls exact: the calls of one process that failed, most failures first."""
     pid: int
     calls: List[FailedCall]
 
 
-@record
+@typed_record
 class ExactCounts:
     """--syscalls exact: the backend, the span counted, the tree's counts."""
     backend: Optional[str]
@@ -439,7 +440,7 @@ class ExactCounts:
         return {"backend": self.backend, "counted_s": self.counted_s, "notes": self.notes, "tree": self.tree}
 
 
-@record
+@typed_record
 class GpuDevice(OpenRecord):
     """A GPU as NVML described it (the capture's gpu.devices entry; other fields in `extra`)."""
     index: Any = None
@@ -452,7 +453,7 @@ class GpuDevice(OpenRecord):
     keys: Tuple[str, ...] = _keys()
 
 
-@record
+@typed_record
 class GpuSummary:
     """One GPU over the window: utilization, GPM activity, memory (the JSON's gpu_window)."""
     index: Any
@@ -468,7 +469,7 @@ class GpuSummary:
                 "tensor": self.tensor, "memory_used": self.memory_used}
 
 
-@record
+@typed_record
 class GpuSeries:
     """One GPU's samples over the window, [seconds, percent] in time order, for the charts."""
     index: Any
@@ -479,7 +480,7 @@ class GpuSeries:
     tensor: List[Tuple[float, float]]     # GPM tensor activity
 
 
-@record
+@typed_record
 class GpuWindow:
     available: bool = False
     reason: Optional[str] = None          # why not available
@@ -489,7 +490,7 @@ class GpuWindow:
     series: List[GpuSeries] = field(default_factory=list)
 
 
-@record
+@typed_record
 class Failure:
     """A stalldiag stage that raised (diagnosis, a renderer): the report says so, the capture is kept."""
     stage: str
@@ -503,7 +504,7 @@ class Failure:
 
 # --- the report ------------------------------------------------------------------------------
 
-@record
+@typed_record
 class Report:
     schema_version: Any                   # the capture's
     tool: Optional[Tool]
@@ -554,7 +555,7 @@ class Report:
 
 # --- stalldiag merge: one incident across per-host reports -----------------------------------
 
-@record
+@typed_record
 class IncidentHost:
     host: str
     file: str
@@ -570,7 +571,7 @@ class IncidentHost:
                 "ranks": self.ranks, "processes": self.processes, "progress": self.progress}
 
 
-@record
+@typed_record
 class IncidentRank:
     """A rank of one host's report, with the host and file it came from."""
     row: RankRow
@@ -618,7 +619,7 @@ class IncidentRank:
 IncidentGroup = RankClass     # a class of ranks across hosts (the JSON's "groups")
 
 
-@record
+@typed_record
 class Suspect:
     host: str
     rank: int
@@ -628,7 +629,7 @@ class Suspect:
         return {"host": self.host, "rank": self.rank, "pid": self.pid}
 
 
-@record
+@typed_record
 class IncidentVerdict:
     category: str
     summary: str
@@ -656,7 +657,7 @@ class IncidentVerdict:
         return out
 
 
-@record
+@typed_record
 class Incident:
     """`stalldiag merge`: every host's verdict, every rank side by side, and the ranks' classes
     by stack (largest first), the outliers among them."""

@@ -37,9 +37,9 @@ A row says, for one mechanism (its name in names.py):
 The order of the rows is the one precedence: the category, the summary, the confidence and the
 progress model each take the first row found that bears on them.  Nothing else orders mechanisms.
 """
-from ...records import record
 from typing import Any, Callable, Optional, Tuple
 
+from ...records import typed_record
 from .. import collectives
 from .. import detectors as found
 from .. import formatter as say
@@ -52,7 +52,7 @@ from .. import summaries
 from .names import M
 
 
-@record(frozen=True)
+@typed_record(frozen=True)
 class Mechanism:
     kind: M
     detect: Callable
