@@ -170,14 +170,10 @@ def decide_category(scene, findings):
 
 
 def _category(g, walk, findings, kind, link):
-    found = {f.kind for f in findings}
+    found = {f.kind: f for f in reversed(findings)}     # (the first finding of each kind)
     for mechanism, category in table.CATEGORY_OF:
         if mechanism in found:
-            if mechanism == M.DEADLOCK and _pipes_with_a_child(g, walk, findings):
-                return "subprocess", None
-            if mechanism == M.UNDRAINED_PIPE and _parent_waits_on_writer(walk, findings):
-                return "subprocess", None
-            return category, None
+            return ("subprocess" if _first_wait_on_own_child(g, walk, found[mechanism]) else category), None
     if kind == "retry" or not ROOTS[kind][1]:
         # a mechanism that explains a root which explains nothing itself (a lock file's holder
         # that sleeps in a loop catching an exception is holding the lock, not retrying for us)
@@ -192,32 +188,27 @@ def _category(g, walk, findings, kind, link):
     return decide(kind, link)
 
 
-def _pipes_with_a_child(g, walk, findings):
-    """A deadlock of pipes alone (no lock, no join) whose first wait is the focus's on a child of
-    its own: a parent reading its child's output while the child reads input only the parent can
-    close.  No lock is involved; the first wait, on the child, names it."""
-    cycle = next((f for f in findings if f.kind == M.DEADLOCK), None)
-    edges = (cycle.facts.get("edges") or []) if cycle is not None else []
-    if not edges or any(e.kind not in ("peer", "child") or e.facts.get("via") != "pipe" for e in edges):
+def _first_wait_on_own_child(g, walk, finding):
+    """The category is the first wait's (issue 32): a pipe mechanism whose chain starts with the
+    focus waiting on a child of its own is the child's (subprocess), not the pipe's.  Two shapes:
+      a cycle of pipes alone (no lock, no join): a parent reading its child's output while the
+        child reads input only the parent can close
+      an undrained pipe the focus itself does not read while it waits for the child (or the
+        child's descendants) to exit: Popen.wait() with stdout=PIPE, Process.join() before its
+        Queue is drained (a server that serves instead of reading its child's pipe does not wait
+        on it)"""
+    child = g.procs.get(walk.chain[1].pid) if len(walk.chain) >= 2 else None
+    if child is None or child.ppid != walk.chain[0].pid:
         return False
-    if len(walk.chain) < 2:
-        return False
-    first, second = walk.chain[0], walk.chain[1]
-    proc = g.procs.get(second.pid)
-    return proc is not None and proc.ppid == first.pid
-
-
-def _parent_waits_on_writer(walk, findings):
-    """An undrained pipe whose reader is the focus itself, waiting for its child (or the child's
-    descendants) to exit while the child is blocked writing the pipe it never reads (Popen.wait()
-    with stdout=PIPE, Process.join() before draining its Queue): the first wait is on the child,
-    and the category is the first wait's (issue 32)."""
-    pipe = next((f for f in findings if f.kind == M.UNDRAINED_PIPE), None)
-    if pipe is None or len(walk.chain) < 2 or walk.into[1] is None or walk.into[1].kind not in ("child", "peer") \
-            or walk.chain[0].kind not in ("child", "pipe") or walk.chain[1].proc.ppid != walk.chain[0].pid:
-        return False   # (a server that serves instead of reading its child's pipe does not wait on it)
-    reader, writer = pipe.facts.get("reader"), pipe.facts.get("writer")
-    return reader is walk.chain[0] and writer is not None and writer in walk.chain[1:]
+    if finding.kind == M.DEADLOCK:
+        edges = finding.facts.get("edges") or []
+        return bool(edges) and all(e.kind in ("peer", "child") and e.facts.get("via") == "pipe" for e in edges)
+    if finding.kind == M.UNDRAINED_PIPE:
+        reader, writer = finding.facts.get("reader"), finding.facts.get("writer")
+        return (walk.into[1] is not None and walk.into[1].kind in ("child", "peer")
+                and walk.chain[0].kind in ("child", "pipe") and reader is walk.chain[0]
+                and writer is not None and writer in walk.chain[1:])
+    return False
 
 
 def _basis(g, culprit, kind, link, mechanism, category):
