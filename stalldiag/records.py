@@ -24,6 +24,10 @@ def typed_record(cls=None, *, frozen=False):
     """@typed_record or @typed_record(frozen=True)."""
     def wrap(c):
         own = set(vars(c))
+        if c.__doc__ is None:
+            # (else dataclass writes one from inspect.signature(cls), which tokenizes object's
+            # text signature: 15 ms at the first, 0.3 ms each after)
+            c.__doc__ = c.__name__
         c = dataclass(c, init=False, repr=False, eq=False)
         c.__record_fields__ = tuple((f.name, f.default, f.default_factory) for f in fields(c) if f.init)
         c.__record_compared__ = tuple(f.name for f in fields(c) if f.compare)
