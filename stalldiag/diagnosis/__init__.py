@@ -91,6 +91,14 @@ def walk_of(capture):
     return walk(g, focus) if focus is not None else None
 
 
+def settled_by_walk(walk_record):
+    """The walk ended at a mechanism that rests on a closed chain of facts (a cycle of stuck
+    threads, a pipe nobody drains: registry rows that rest on "closed"), which decides the verdict
+    and its confidence whatever the waits' objects hold: reading them would change neither."""
+    return walk_record is not None and any(
+        table.row(f.kind).rests_on == "closed" for f in walk_record.findings)
+
+
 def _verdict(result):
     decision, sure = result.decision, result.confidence
     culprit = decision.culprit

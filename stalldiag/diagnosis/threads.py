@@ -9,6 +9,7 @@ from collections import Counter
 
 from ..knowledge import frames as frame_table
 from ..knowledge.syscalls import wait_kind, wchan_kind
+from ..records import CHECKS
 from . import kinds
 from .types import Frame
 
@@ -104,13 +105,16 @@ class ThreadView:
         self.scheduled_share = None  # set when the scheduler's accounting overrules the samples
 
     def freeze(self):
-        """The view is built: what it is (its kind, share and state) no longer changes."""
+        """The view is built: what it is (its kind, share and state) no longer changes (checked
+        where STALLDIAG_CHECKS=1, as the tests run: a guard on every assignment costs a third of
+        building the views)."""
         object.__setattr__(self, "_frozen", True)
 
-    def __setattr__(self, name, value):
-        if getattr(self, "_frozen", False):
-            raise AttributeError("a ThreadView is not changed once the graph is built (%s)" % name)
-        object.__setattr__(self, name, value)
+    if CHECKS:
+        def __setattr__(self, name, value):
+            if getattr(self, "_frozen", False):
+                raise AttributeError("a ThreadView is not changed once the graph is built (%s)" % name)
+            object.__setattr__(self, name, value)
 
     def _combined_kind(self):
         kernel = self.kernel_kind
