@@ -5,7 +5,7 @@
 
 Each reproduction (written by someone who saw neither stalldiag's code nor a
 list of its mechanisms, from a public issue thread it cites) is started from
-the checkout's root, left to settle for its settle_s, inspected with
+the checkout's root, left to settle for its settle_s after its READY line, inspected with
 --children, then killed with its process group.  A row is right when the
 category is the manifest's truth.blocked_on, and "no progress" is said of a
 run whose truth is progress "none".  Reports are kept in --out for reading.
@@ -69,6 +69,9 @@ def _ready_pid(path, default):
     return default
 
 
+READY_WAIT_S = 180   # longest wait for a reproduction's READY line before inspecting it anyway
+
+
 def run_one(row, duration, out_dir, python=None):
     argv = [interpreter(python or row.get("python")), os.path.join(ROOT, row["file"])] + \
         [str(a) for a in row.get("args") or []]
@@ -77,6 +80,11 @@ def run_one(row, duration, out_dir, python=None):
         popen = subprocess.Popen(argv, cwd=ROOT, stdout=stdout, stderr=subprocess.STDOUT,
                                  start_new_session=True, env=dict(os.environ, **(row.get("env") or {})))
     try:
+        # the stall is steady settle_s after the READY line (a race may take a while to hit,
+        # and a line written inside the window would read as output advancing)
+        deadline = time.monotonic() + READY_WAIT_S
+        while _ready_pid(stdout_path, None) is None and popen.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
         time.sleep(row.get("settle_s", 5))
         if popen.poll() is not None:
             return {"id": row["id"], "error": "exited with %s before the inspection" % popen.returncode}
