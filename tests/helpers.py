@@ -206,25 +206,14 @@ time.sleep(120)
 
 # Rows whose recorded verdict is still wrong, and why (strict: a fix makes the test say so).
 KNOWN_WRONG = {
-    # the ninth round's first run (rounds rp, rq; docs/validation.md), before its fixes
+    # the ninth round (rounds rp, rq; docs/validation.md): wrong on its first run and still
     "agent_shell_background_grandchild_holds_pipe": "a reader thread waits for EOF on a child's output pipe a "
                                                     "backgrounded grandchild (reparented to init) keeps open: "
                                                     "said as the unfed pipe (I/O); the writer files the child "
                                                     "program",
-    "ddp_gloo_rank0_only_validation_buffer_broadcast_vs_barrier": "DistributedDataParallel's buffer broadcast is "
-                                                                  "not in the frame table: a lock wait",
-    "cpac_runner_busy_wait_polls_subject_jobs": "a parent polling Process.is_alive() of its children at 100% CPU: "
-                                                "said as CPU work",
     "marin_restore_barrier_waits_on_one_rank_slow_ckpt_read": "a rank reading its shard slowly (the others in a "
                                                               "barrier): I/O is right, but 'no progress seen' of a "
                                                               "run that reads on",
-    "pepper_poll_for_returns_timeout_never_advances": "a client sleeping between polls: the walk hands the sleeping "
-                                                      "focus over to the local server polling its listening socket",
-    "tiledb_cloud_silent_retry_backoff_on_503": "a client sleeping in a retry back-off: the walk hands the sleeping "
-                                                "focus over to the local server polling its listening socket",
-    "xia2_child_program_reads_inherited_stdin_pipe": "the job waits on its child, which reads a stdin pipe only "
-                                                     "the launcher holds: the unfed pipe's I/O, not the first "
-                                                     "wait's child",
     "r34_14_async_retry_time_sleep": "a blocking time.sleep between async retries with a doubling back-off: the "
                                      "window sees one sleep and says 'no progress seen' of a run the writer calls "
                                      "slow (its category, sleep, is right)",

@@ -24,6 +24,7 @@ from typing import Any, Optional
 from ..records import typed_record
 from .registry import table
 from . import kinds
+from .hot import busy_waits_on_children
 from .motion import runaway
 from .views import is_lock_file
 from .registry.names import M
@@ -180,6 +181,9 @@ def _category(g, walk, findings, kind, link):
         for mechanism, category in table.WEAK_ROOT_CATEGORY_OF:
             if mechanism in found:
                 return category, None
+    if kind == "cpu" and link is None and busy_waits_on_children(walk.root):
+        # a parent whose CPU goes to asking whether its children exited waits on them
+        return "subprocess", None
     if kind == "retry":
         # what the failing call is about decides, wherever the retry sits
         category = g.retry(walk.root)["category"] or "sleep"
@@ -190,7 +194,8 @@ def _category(g, walk, findings, kind, link):
 
 def _first_wait_on_own_child(g, walk, finding):
     """The category is the first wait's (issue 32): a pipe mechanism whose chain starts with the
-    focus waiting on a child of its own is the child's (subprocess), not the pipe's.  Two shapes:
+    focus waiting on a child of its own is the child's (subprocess), not the pipe's.  Three shapes:
+      the child reads a pipe whose writing end only another process holds and never writes
       a cycle of pipes alone (no lock, no join): a parent reading its child's output while the
         child reads input only the parent can close
       an undrained pipe the focus itself does not read while it waits for the child (or the
@@ -203,6 +208,10 @@ def _first_wait_on_own_child(g, walk, finding):
     if finding.kind == M.DEADLOCK:
         edges = finding.facts.get("edges") or []
         return bool(edges) and all(e.kind in ("peer", "child") and e.facts.get("via") == "pipe" for e in edges)
+    if finding.kind == M.UNFED_PIPE:
+        # the child reads input whose writing end someone else holds and never writes: the focus
+        # waits on its child (a launcher that keeps its job's stdin open, a pipe nobody closes)
+        return finding.facts.get("reader") in walk.chain[1:]
     if finding.kind == M.UNDRAINED_PIPE:
         reader, writer = finding.facts.get("reader"), finding.facts.get("writer")
         return (walk.into[1] is not None and walk.into[1].kind in ("child", "peer")

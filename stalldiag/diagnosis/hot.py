@@ -89,6 +89,13 @@ def hot_code(view):
     return HotCode(path, path[call_index], path[call_index - 1][0] if call_index else None, self_time, total, native)
 
 
+def busy_waits_on_children(view):
+    """The thread's CPU goes to asking whether its children exited (Process.is_alive,
+    Popen.poll in a loop: knowledge.frames.CHILD_POLLS): a frame of such a call on its heavy path."""
+    hot = hot_code(view)
+    return hot is not None and any(frame_table.polls_child(frame) for frame, _share in hot.path)
+
+
 @typed_record(frozen=True)
 class NativeHot:
     function: str                # the innermost named native function, most samples first

@@ -85,7 +85,7 @@ def unfed_pipe(g, reader, target, holder, holder_thread, wrote):
 
 
 def unfed_pipe_headline(scene, finding, head, said):
-    return "Blocked reading input: %s" % said
+    return "%s: %s" % (head if _filed_elsewhere(scene, head) else "Blocked reading input", said)
 
 
 # --- an event loop ------------------------------------------------------------------------------

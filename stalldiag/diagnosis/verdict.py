@@ -59,7 +59,9 @@ def generic(scene, decision):
     if frame:
         where = " at %s (%s:%s)" % (frame[0], frame[1].rsplit("/", 1)[-1], frame[2])
     spins = category == "cpu" and culprit.kind == "cpu" and runaway(culprit, g.procs.get(culprit.pid))
-    hot = hot_code(culprit) if category == "cpu" and culprit.kind in ("cpu", "cpu-starved") and not spins else None
+    # (a parent busy-waiting on its children is filed under them: its CPU still goes somewhere)
+    hot = hot_code(culprit) if category in ("cpu", "subprocess") and culprit.kind in ("cpu", "cpu-starved") \
+        and not spins else None
     activity, share = culprit.main_activity()
     if not activity.startswith(("on CPU", "D:")):
         activity = "in " + activity

@@ -34,9 +34,16 @@ def stuck_handler(view):
 
 
 def accepting(view):
-    """A server thread waiting in accept() for a client: it holds no lock and serves no
-    connection, so it is never the thread a waiter waits for."""
-    return view.kind == "network" and view.main_activity()[0] in ("accept", "accept4")
+    """A server thread waiting for a client: in accept(), or polling only listening sockets
+    (socketserver's serve_forever, an asyncio server with no connection).  It holds no lock and
+    serves no connection, so it is never the thread a waiter waits for."""
+    if view.kind != "network":
+        return False
+    if view.main_activity()[0] in ("accept", "accept4"):
+        return True
+    detail = view.top_detail()
+    watched = detail.get("watching") if isinstance(detail, dict) else None
+    return bool(watched) and all(isinstance(w, dict) and w.get("state") == "LISTEN" for w in watched)
 
 
 def waited_targets(view):

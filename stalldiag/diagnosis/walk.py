@@ -107,8 +107,10 @@ def undrained_pipe(g, walk):
         if edge is None or edge.kind != "peer" or edge.facts.get("via") != "pipe" or edge.waker is None:
             continue
         writer, reader = edge.waiter, edge.waker
-        if not _writes_pipe(writer) or reader.kind in ("cpu", "compile", "io") or _writes_pipe(reader):
-            continue   # (a reader blocked writing a pipe of its own is the other half of a deadlock)
+        if not _writes_pipe(writer) or not stuck(writer) or reader.kind in ("cpu", "compile", "io") \
+                or _writes_pipe(reader):
+            continue   # (a reader blocked writing a pipe of its own is the other half of a deadlock;
+                       # a writer whose writes go through between waits has its pipe drained, slowly)
         detail = writer.top_detail() or {}
         fd = detail.get("fd") if isinstance(detail, dict) else None
         if fd and fd.get("target") in g.procs[reader.pid].endpoints:

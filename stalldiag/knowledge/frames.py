@@ -243,6 +243,18 @@ FILE_WAIT_PATHS = {
     "torch FileBaton": (("lock_file_path", None), ("build_directory", "lock")),
 }
 
+# Calls that ask whether a child process has exited, without waiting: a loop around one on a CPU
+# is a busy-wait on the child (the parent's CPU goes to asking, its progress to the child).
+CHILD_POLLS = ((r"(^|/)multiprocessing/process\.py$", r"^(BaseProcess\.)?is_alive$"),
+               (r"(^|/)multiprocessing/popen_\w+\.py$", r"^(Popen\.)?poll$"),
+               (r"(^|/)subprocess\.py$", r"^(Popen\.)?(poll|_internal_poll)$"))
+
+
+def polls_child(frame):
+    """The frame asks whether a child has exited (CHILD_POLLS)."""
+    return any(_matches(frame, row) for row in CHILD_POLLS)
+
+
 # A lock taken or given back by hand in a source line: `X.acquire(` / `X.release(`, X's name.
 LOCK_ACQUIRE = re.compile(r"([\w.\[\]]+)\.acquire\(")
 LOCK_RELEASE = re.compile(r"([\w.\[\]]+)\.release\(")
@@ -305,6 +317,13 @@ FRAMEWORK_PATTERNS = [
        r"reduce_scatter_tensor|broadcast|broadcast_object_list|reduce|barrier|all_to_all|all_to_all_single|"
        r"gather|scatter|send|recv|monitored_barrier)$",
        "collective", "a torch.distributed collective waits for every rank"),
+    # DistributedDataParallel's own collectives: the buffers it broadcasts before a forward, the
+    # flags it all-reduces (uneven inputs, unused parameters), its parameters' sync at init
+    _P("torch.distributed", r"torch/nn/parallel/distributed\.py$",
+       r"(^|\.)(_distributed_broadcast_coalesced|_default_broadcast_coalesced|_sync_buffers|_sync_module_buffers|"
+       r"_sync_params_and_buffers|_match_all_reduce_for_bwd_pass|_match_unused_params_allreduce|"
+       r"_check_global_requires_backward_grad_sync|_find_common_rank|_sync_final_model)$",
+       "collective", "DistributedDataParallel's own collective (its buffers, its flags) waits for every rank"),
     _P("torch.distributed", r"torch/distributed/(distributed_c10d\.py|rendezvous\.py|elastic/rendezvous/)",
        r"init_process_group|_create_c10d_store|_rendezvous|rendezvous|_env_rendezvous_handler|"
        r"_tcp_rendezvous_handler|next_rendezvous|_store_based_barrier",
