@@ -206,14 +206,6 @@ time.sleep(120)
 
 # Rows whose recorded verdict is still wrong, and why (strict: a fix makes the test say so).
 KNOWN_WRONG = {
-    # the ninth round (rounds rp, rq; docs/validation.md): wrong on its first run and still
-    "agent_shell_background_grandchild_holds_pipe": "a reader thread waits for EOF on a child's output pipe a "
-                                                    "backgrounded grandchild (reparented to init) keeps open: "
-                                                    "said as the unfed pipe (I/O); the writer files the child "
-                                                    "program",
-    "marin_restore_barrier_waits_on_one_rank_slow_ckpt_read": "a rank reading its shard slowly (the others in a "
-                                                              "barrier): I/O is right, but 'no progress seen' of a "
-                                                              "run that reads on",
     "r34_14_async_retry_time_sleep": "a blocking time.sleep between async retries with a doubling back-off: the "
                                      "window sees one sleep and says 'no progress seen' of a run the writer calls "
                                      "slow (its category, sleep, is right)",

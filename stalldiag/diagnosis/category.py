@@ -174,7 +174,9 @@ def _category(g, walk, findings, kind, link):
     found = {f.kind: f for f in reversed(findings)}     # (the first finding of each kind)
     for mechanism, category in table.CATEGORY_OF:
         if mechanism in found:
-            return ("subprocess" if _first_wait_on_own_child(g, walk, found[mechanism]) else category), None
+            finding = found[mechanism]
+            child = _first_wait_on_own_child(g, walk, finding) or _held_by_a_program_left_running(g, walk, finding)
+            return ("subprocess" if child else category), None
     if kind == "retry" or not ROOTS[kind][1]:
         # a mechanism that explains a root which explains nothing itself (a lock file's holder
         # that sleeps in a loop catching an exception is holding the lock, not retrying for us)
@@ -218,6 +220,19 @@ def _first_wait_on_own_child(g, walk, finding):
                 and walk.chain[0].kind in ("child", "pipe") and reader is walk.chain[0]
                 and writer is not None and writer in walk.chain[1:])
     return False
+
+
+def _held_by_a_program_left_running(g, walk, finding):
+    """An unfed pipe whose writing end an orphan holds that started after the job: a program the
+    job's child left running in the background (`cmd &` in a shell the job ran, which has exited),
+    keeping the child's output pipe open, so the job waits on a child program it started.  (A
+    holder that started before the job, its launcher, or one with a live parent is someone else.)"""
+    if finding.kind != M.UNFED_PIPE:
+        return False
+    holder, focus = g.procs.get(finding.facts.get("holder")), g.procs.get(walk.chain[0].pid)
+    return (holder is not None and focus is not None and holder.ppid in (0, 1)
+            and holder.start_time is not None and focus.start_time is not None
+            and holder.start_time > focus.start_time)
 
 
 def _basis(g, culprit, kind, link, mechanism, category):

@@ -147,6 +147,12 @@ def assess(window, procs, views, gpus, halted=()):
                 label, len(opened), ", ".join(os.path.basename(o["target"] or "?") for o in opened[:4])))
         if duration and io.get("wchar", 0) > 0 and not written and not recent:
             evidence.append("%s wrote %d bytes in %d write calls" % (label, io["wchar"], io.get("syscw", 0)))
+        if duration and proc.pid in storage_pids and not read and not written \
+                and io.get("rchar", 0) >= STORAGE_WORK_BYTES and io.get("syscr", 0) >= 2:
+            # a thread of it waits on a file in read() and the reads go through, one after another
+            # (a FIFO or a slow mount, where no offset moves): its data advances, slowly
+            progress = True
+            sign("%s read %d bytes in %d read calls while waiting on storage" % (label, io["rchar"], io["syscr"]))
         if duration and io.get("read_bytes", 0) + io.get("write_bytes", 0) > 0:
             # bytes the kernel moved to or from a device for a process whose thread waits on storage:
             # its data moves, however slowly (a process that only pages in its libraries does not

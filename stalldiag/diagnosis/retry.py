@@ -20,11 +20,13 @@ def retrying(g, view):
     frame, loop = _retrying_loop(view)
     handlers = [h["code"] for h in loop.get("handlers") or []]
     library = table.retry_library(view.top_stack)
-    failures = failed_calls(g, view.pid, view.tid)
-    lines = error_lines(g, view.pid)
     # a while loop polling a call that says what it waits for (connect_ex, os.path.exists)
     polls = bool(loop) and bool(table.POLL_LOOP.match(loop.get("code") or "")) \
         and table.category_of_text(loop.get("code")) is not None
+    if not (library or handlers or polls or loop):
+        return None        # (a sleep in no loop retries nothing, whatever failed: nothing to read)
+    failures = failed_calls(g, view.pid, view.tid)
+    lines = error_lines(g, view.pid)
     # an error its output names by resource (No space left on device, Connection refused, CUDA
     # out of memory, an HTTP 5xx) shows the call its loop retries, with or without an except
     named = any(_names_resource(line) for line in lines)

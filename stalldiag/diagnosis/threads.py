@@ -62,21 +62,28 @@ class ThreadView:
         samples = thread.samples
         details = proc.details
         self.n_samples = len(samples)
-        self.activity = Counter()   # "running", "futex", "read", "D:io_schedule", ...
-        self.kernel_kinds = Counter()
-        self.detail_counts = Counter()
-        self.states = Counter()
-        self.state_syscalls = Counter()   # (state, syscall): tells a page fault (D, no syscall) from a read
-        # a blocked thread repeats one sample all window: each distinct one is read once
-        distinct = Counter(tuple((list(sample) + [None] * 5)[1:5]) for sample in samples)
+        # a blocked thread repeats one sample all window: each distinct one is read once (counted
+        # in plain dicts, made Counters once: a Counter's += on a new key calls __missing__)
+        distinct = {}
+        for sample in samples:
+            key = tuple((list(sample) + [None] * 5)[1:5])
+            distinct[key] = distinct.get(key, 0) + 1
+        activity, kernel_kinds, detail_counts, states, state_syscalls = {}, {}, {}, {}, {}
         for (state, syscall, detail_index, wchan), n in distinct.items():
             detail = details[detail_index] if isinstance(detail_index, int) and 0 <= detail_index < len(details) else None
-            self.states[state] += n
-            self.state_syscalls[(state, syscall)] += n
-            self.activity[_activity_label(state, syscall, wchan)] += n
-            self.kernel_kinds[sample_kind(state, syscall, detail, wchan)] += n
+            states[state] = states.get(state, 0) + n
+            state_syscalls[(state, syscall)] = state_syscalls.get((state, syscall), 0) + n
+            label = _activity_label(state, syscall, wchan)
+            activity[label] = activity.get(label, 0) + n
+            kind = sample_kind(state, syscall, detail, wchan)
+            kernel_kinds[kind] = kernel_kinds.get(kind, 0) + n
             if detail_index is not None:
-                self.detail_counts[detail_index] += n
+                detail_counts[detail_index] = detail_counts.get(detail_index, 0) + n
+        self.activity = Counter(activity)   # "running", "futex", "read", "D:io_schedule", ...
+        self.kernel_kinds = Counter(kernel_kinds)
+        self.detail_counts = Counter(detail_counts)
+        self.states = Counter(states)
+        self.state_syscalls = Counter(state_syscalls)   # (state, syscall): tells a page fault (D, no syscall) from a read
         self.details = details
         self.stacks = _expand_stacks(thread.stack_samples, facts)
         self.n_stack_samples = sum(n for _s, n in self.stacks)
