@@ -95,8 +95,7 @@ def settled_by_walk(walk_record):
     """The walk ended at a mechanism that rests on a closed chain of facts (a cycle of stuck
     threads, a pipe nobody drains: registry rows that rest on "closed"), which decides the verdict
     and its confidence whatever the waits' objects hold: reading them would change neither."""
-    return walk_record is not None and any(
-        table.row(f.kind).rests_on == "closed" for f in walk_record.findings)
+    return walk_record is not None and any(table.closed(f) for f in walk_record.findings)
 
 
 def _verdict(result):

@@ -24,26 +24,11 @@ from typing import Any, Optional
 from ..records import typed_record
 from .registry import table
 from . import kinds
+from .kinds import CATEGORIES, SUMMARY  # noqa: F401  (the category table's names: declared with the kinds)
 from .hot import busy_waits_on_children
 from .motion import runaway
 from .views import is_lock_file
 from .registry.names import M
-
-CATEGORIES = ("locks", "io", "compilation", "cuda", "collective", "network", "subprocess",
-              "cpu", "sleep", "unknown")
-
-SUMMARY = {
-    "locks": "Blocked on a lock",
-    "io": "Blocked on storage I/O",
-    "compilation": "Compiling",
-    "cuda": "Waiting on GPU kernels",
-    "collective": "Waiting in a distributed collective",
-    "network": "Waiting on the network",
-    "subprocess": "Waiting on a child program",
-    "cpu": "Busy computing on the CPU",
-    "sleep": "Sleeping (idle by design)",
-    "unknown": "Cause not determined",
-}
 
 # root kind -> (category, decisive), from the table of thread kinds
 ROOTS = {k.name: (k.root, k.decisive) for k in kinds.KINDS}

@@ -144,8 +144,8 @@ def _basis(scene, findings, decision, c):
         c.settle.append(LONGER)
         if root not in ("cpu",):
             c.settle.append("--syscalls exact, to see every wake-up of the threads involved")
-    closed = decision.mechanism is not None and table.row(decision.mechanism).rests_on == "closed"
-    unread = object_not_read(culprit) if culprit is not None and decision.category == "locks" and not closed else None
+    unread = object_not_read(culprit) if culprit is not None and decision.category == "locks" \
+        and not table.closed(decision.mechanism) else None
     if unread:
         # the object the culprit waits on was there to read and could not be: its state (who
         # holds it, how many arrived) is what a lock verdict stands on, unless a closed mechanism
@@ -172,7 +172,7 @@ def _agreement(scene, decision, c):
     """How much of the window agrees with the verdict."""
     focus, culprit = scene.focus, decision.culprit
     share = min(focus.share or 0, culprit.share or 0)
-    if decision.mechanism is not None and table.row(decision.mechanism).rests_on == "closed":
+    if table.closed(decision.mechanism):
         share = max(share, SHARE_HIGH)
     if share < SHARE_MEDIUM:
         c.cap("low", "the focus or the culprit spent under half the window as said")

@@ -12,10 +12,27 @@ A thread's kind is what it did or waited for most of the window (threads.py deci
   doing        words for "that process is ..."
   band         the timeline's band in the HTML report
   chain_only   a kind only a chain's end takes (from its role or state), never a thread's
-Every table of kinds elsewhere (category.ROOTS, views.ACTIVITY_RANK, ...) is derived here.
+Every table of kinds elsewhere (category.ROOTS, views.ACTIVITY_RANK, ...) is derived here, and
+the categories a root can name are declared with it (CATEGORIES, and SUMMARY: each one's words).
 """
 
 from ..records import typed_record
+
+CATEGORIES = ("locks", "io", "compilation", "cuda", "collective", "network", "subprocess",
+              "cpu", "sleep", "unknown")
+
+SUMMARY = {
+    "locks": "Blocked on a lock",
+    "io": "Blocked on storage I/O",
+    "compilation": "Compiling",
+    "cuda": "Waiting on GPU kernels",
+    "collective": "Waiting in a distributed collective",
+    "network": "Waiting on the network",
+    "subprocess": "Waiting on a child program",
+    "cpu": "Busy computing on the CPU",
+    "sleep": "Sleeping (idle by design)",
+    "unknown": "Cause not determined",
+}
 
 
 @typed_record(frozen=True)

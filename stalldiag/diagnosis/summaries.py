@@ -15,6 +15,7 @@ of the scene, the sentence of what it found, and, where the summary reads it oth
 Headlines take (scene, finding, head, said): head is the category's words with the first link of
 another category ("Blocked on storage I/O, through a lock"), said the finding's sentence.
 """
+from .kinds import SUMMARY
 from .explain import detail_text, doing, frame_text, halted_phrase, process_text
 from .registry.names import M
 from .types import Finding
@@ -36,7 +37,7 @@ def capitalized(scene, finding, head, said):
 def _filed_elsewhere(scene, head):
     """A row's own headline stands for its own category; a chain filed under its first wait (a
     parent waiting on its child: issue 32) leads with that category's words instead."""
-    return head.startswith("Waiting on a child program")
+    return head.startswith(SUMMARY["subprocess"])
 
 
 def proc_text(g, pid):

@@ -7,7 +7,7 @@ qualifiers that apply to the category (a binding limit, what the GPU did).
 from typing import List
 
 from ..records import typed_record
-from .category import CATEGORIES, SUMMARY  # noqa: F401
+from .kinds import CATEGORIES, SUMMARY  # noqa: F401
 from .evidence import lines as evidence_lines
 from .explain import blocking_text, detail_text, doing, frame_text, pct, process_text
 from .hot import hot_code, hot_text, native_hot, native_text

@@ -44,7 +44,7 @@ EVENT_LOOP_WAIT = ((r"(^|/)selectors\.py$", r"^(\w+Selector\.)?select$"),
 _REGEXES = {}
 
 
-def _regex(pattern):
+def regex(pattern):
     """re.compile(pattern), kept here: re.search(pattern, ...) looks its cache up in Python at
     every call, and these rows are asked of every frame of every thread."""
     compiled = _REGEXES.get(pattern)
@@ -55,7 +55,7 @@ def _regex(pattern):
 
 def _matches(frame, row):
     file_pattern, function = row
-    return bool(_regex(file_pattern).search(frame[1] or "") and _regex(function).match(frame[0] or ""))
+    return bool(regex(file_pattern).search(frame[1] or "") and regex(function).match(frame[0] or ""))
 
 
 def _any_frame(stack, rows):
@@ -132,7 +132,7 @@ def idle_pool_worker(stack, loop=PROCESS_POOL_WORKER):
     waiting for its next task: only queue code above its loop."""
     for depth, frame in enumerate(stack or []):
         if _matches(frame, loop):
-            return depth > 0 and all(_regex(TASK_QUEUE_FILES).search(f[1] or "") for f in stack[:depth])
+            return depth > 0 and all(regex(TASK_QUEUE_FILES).search(f[1] or "") for f in stack[:depth])
     return False
 
 
@@ -146,7 +146,7 @@ def idle_thread_pool_worker(stack):
     frame (SimpleQueue.get is C), or only queue code is above it."""
     for depth, frame in enumerate(stack or []):
         if _matches(frame, THREAD_POOL_WORKER):
-            return all(_regex(THREAD_TASK_FILES).search(f[1] or "") for f in stack[:depth])
+            return all(regex(THREAD_TASK_FILES).search(f[1] or "") for f in stack[:depth])
     return False
 
 

@@ -8,6 +8,8 @@ or its error text is about (CALL_CATEGORY, ERROR_WORDS).
 """
 import re
 
+from .frames import regex
+
 # (file pattern, function pattern, library): frames of helpers that sleep between attempts
 RETRY_FRAMES = [
     (r"tenacity/(__init__|nap)\.py$", r"^((Base)?Retrying\.)?(__call__|iter|sleep)$", "tenacity"),
@@ -88,17 +90,11 @@ def _words_of(category):
 ERROR_WORDS_OF = {category: _words_of(category) for category in ("cuda", "io", "subprocess", "network")}
 
 
-_RETRY_FRAMES = None
-
-
 def retry_library(stack):
     """The retry helper a stack sleeps in, or None."""
-    global _RETRY_FRAMES
-    if _RETRY_FRAMES is None:   # (compiled when first asked: most runs never are)
-        _RETRY_FRAMES = [(re.compile(f), re.compile(fn), library) for f, fn, library in RETRY_FRAMES]
     for frame in stack or []:
-        for file_pattern, function, library in _RETRY_FRAMES:
-            if file_pattern.search(frame[1] or "") and function.search(frame[0] or ""):
+        for file_pattern, function, library in RETRY_FRAMES:
+            if regex(file_pattern).search(frame[1] or "") and regex(function).search(frame[0] or ""):
                 return library
     return None
 

@@ -298,6 +298,12 @@ def row(finding):
     return BY_KIND[getattr(finding, "kind", finding)]
 
 
+def closed(finding):
+    """The finding (or mechanism) rests on a closed chain of facts: a verdict it decides needs
+    nothing more (its waited objects, its share of the window) to stand.  False for None."""
+    return finding is not None and row(finding).rests_on == "closed"
+
+
 def applies(of, category):
     """A qualifier of category `of` (one, a tuple, or None: any) applies to a verdict of category."""
     return of is None or category == of or (isinstance(of, tuple) and category in of)
