@@ -26,7 +26,13 @@ class Words:
 def words(scene, findings, decision):
     kept = table.kept(findings, decision.category)
     lead = table.leading(kept)
-    text = _lead_text(scene, lead, _head(scene, decision), decision) if lead is not None else generic(scene, decision)
+    if lead is not None:
+        text = _lead_text(scene, lead, _head(scene, decision), decision)
+        hot = _hot_of(scene, decision)
+        if hot is not None:
+            text += "; " + hot_text(hot)     # (a leading row says why it computes, not on what)
+    else:
+        text = generic(scene, decision)
     summary = "; ".join([text] + table.qualifiers_of(scene.g, kept, decision.category))
     return Words(summary, evidence_lines(scene, kept, decision), lead)
 
@@ -49,6 +55,20 @@ def _lead_text(scene, lead, head, decision):
     return "%s: %s" % (head, said)
 
 
+def _spins(scene, decision):
+    culprit = decision.culprit
+    return decision.category == "cpu" and culprit.kind == "cpu" and runaway(culprit, scene.g.procs.get(culprit.pid))
+
+
+def _hot_of(scene, decision):
+    """The culprit's HotCode when it computes under a cpu verdict (or a parent busy-waiting on its
+    children, filed under them: its CPU still goes somewhere) and does not spin on one line."""
+    culprit = decision.culprit
+    if decision.category not in ("cpu", "subprocess") or culprit.kind not in ("cpu", "cpu-starved"):
+        return None
+    return None if _spins(scene, decision) else hot_code(culprit)
+
+
 def generic(scene, decision):
     """The summary when no row leads it: what the culprit does, for how much of the window."""
     g, focus, culprit, category = scene.g, scene.focus, decision.culprit, decision.category
@@ -58,10 +78,8 @@ def generic(scene, decision):
     frame = culprit.user_frame()
     if frame:
         where = " at %s (%s:%s)" % (frame[0], frame[1].rsplit("/", 1)[-1], frame[2])
-    spins = category == "cpu" and culprit.kind == "cpu" and runaway(culprit, g.procs.get(culprit.pid))
-    # (a parent busy-waiting on its children is filed under them: its CPU still goes somewhere)
-    hot = hot_code(culprit) if category in ("cpu", "subprocess") and culprit.kind in ("cpu", "cpu-starved") \
-        and not spins else None
+    spins = _spins(scene, decision)
+    hot = _hot_of(scene, decision)
     activity, share = culprit.main_activity()
     if not activity.startswith(("on CPU", "D:")):
         activity = "in " + activity

@@ -22,7 +22,7 @@ def test_a_healthy_trainer_run_names_its_hot_code(launch):
     # busy process, and a hot path needs 3; the report says when its samples were thin, and a
     # second, longer window gets them)
     report = inspect_json(w.pid, duration=8)
-    if _thin(report, w.pid):
+    if "its CPU goes to" not in report["verdict"]["summary"] and _thin(report, w.pid):
         report = inspect_json(w.pid, duration=20)
     verdict = report["verdict"]
     assert verdict["category"] == "cpu", verdict["summary"]
@@ -35,5 +35,8 @@ def test_a_healthy_trainer_run_names_its_hot_code(launch):
 
 
 def _thin(report, pid):
-    return any(("py-spy took only" in line and "pid %d " % pid in line) or "not measured" in line
-               for line in report.get("limitations") or [])
+    """The report says its Python stacks of the trainer were fewer than asked: py-spy started late,
+    was starved of CPU, was slowed, stopped late, or took one snapshot of a process it found idle at
+    the window's start (CI's loaded machine has done each)."""
+    said = ("py-spy took only", "not measured", "one py-spy snapshot", "rate (asked for", "did not stop within")
+    return any(any(words in line for words in said) for line in report.get("limitations") or [])
