@@ -1,6 +1,7 @@
 """Hot code named from recorded captures (issue 33). pytorch/examples' ImageNet training with
 --dummy on an H200, 4 DataLoader workers at 100% of a core each: the report names the workers'
-own hot code (torch.manual_seed per sample in FakeData), never the training loop's line they inherited from their parent at fork."""
+own hot code (torch.manual_seed per sample in FakeData), never the
+training loop's line they inherited from their parent at fork."""
 from helpers import CAPTURES
 from stalldiag.capture import load_report
 from stalldiag.report import build_report
