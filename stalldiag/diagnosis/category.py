@@ -60,6 +60,8 @@ def root_kind(d, view):
         return "lock"
     if not wait and d.retry(view):
         return "retry"
+    if view.kind == "cpu" and busy_waits_on_children(view):
+        return "child-poll"
     if view.kind == "cpu" and _gpu_saturated(d, view):
         return "gpu-saturated"
     if view.kind == "cpu" and view.state is not None and view.state.condition == "throttled" and \
@@ -160,64 +162,20 @@ def _category(g, walk, findings, kind, link):
     for mechanism, category in table.CATEGORY_OF:
         if mechanism in found:
             finding = found[mechanism]
-            child = _first_wait_on_own_child(g, walk, finding) or _held_by_a_program_left_running(g, walk, finding)
-            return ("subprocess" if child else category), None
+            filed_under = table.row(finding).filed_under
+            return (filed_under and filed_under(g, walk, finding) or category), None
     if kind == "retry" or not ROOTS[kind][1]:
         # a mechanism that explains a root which explains nothing itself (a lock file's holder
         # that sleeps in a loop catching an exception is holding the lock, not retrying for us)
         for mechanism, category in table.WEAK_ROOT_CATEGORY_OF:
             if mechanism in found:
                 return category, None
-    if kind == "cpu" and link is None and busy_waits_on_children(walk.root):
-        # a parent whose CPU goes to asking whether its children exited waits on them
-        return "subprocess", None
     if kind == "retry":
         # what the failing call is about decides, wherever the retry sits
         category = g.retry(walk.root)["category"] or "sleep"
         words = BOUNDARIES[link] if link else None
         return category, (words[1] if words and words[0] != category else None)
     return decide(kind, link)
-
-
-def _first_wait_on_own_child(g, walk, finding):
-    """The category is the first wait's (issue 32): a pipe mechanism whose chain starts with the
-    focus waiting on a child of its own is the child's (subprocess), not the pipe's.  Three shapes:
-      the child reads a pipe whose writing end only another process holds and never writes
-      a cycle of pipes alone (no lock, no join): a parent reading its child's output while the
-        child reads input only the parent can close
-      an undrained pipe the focus itself does not read while it waits for the child (or the
-        child's descendants) to exit: Popen.wait() with stdout=PIPE, Process.join() before its
-        Queue is drained (a server that serves instead of reading its child's pipe does not wait
-        on it)"""
-    child = g.procs.get(walk.chain[1].pid) if len(walk.chain) >= 2 else None
-    if child is None or child.ppid != walk.chain[0].pid:
-        return False
-    if finding.kind == M.DEADLOCK:
-        edges = finding.facts.get("edges") or []
-        return bool(edges) and all(e.kind in ("peer", "child") and e.facts.get("via") == "pipe" for e in edges)
-    if finding.kind == M.UNFED_PIPE:
-        # the child reads input whose writing end someone else holds and never writes: the focus
-        # waits on its child (a launcher that keeps its job's stdin open, a pipe nobody closes)
-        return finding.facts.get("reader") in walk.chain[1:]
-    if finding.kind == M.UNDRAINED_PIPE:
-        reader, writer = finding.facts.get("reader"), finding.facts.get("writer")
-        return (walk.into[1] is not None and walk.into[1].kind in ("child", "peer")
-                and walk.chain[0].kind in ("child", "pipe") and reader is walk.chain[0]
-                and writer is not None and writer in walk.chain[1:])
-    return False
-
-
-def _held_by_a_program_left_running(g, walk, finding):
-    """An unfed pipe whose writing end an orphan holds that started after the job: a program the
-    job's child left running in the background (`cmd &` in a shell the job ran, which has exited),
-    keeping the child's output pipe open, so the job waits on a child program it started.  (A
-    holder that started before the job, its launcher, or one with a live parent is someone else.)"""
-    if finding.kind != M.UNFED_PIPE:
-        return False
-    holder, focus = g.procs.get(finding.facts.get("holder")), g.procs.get(walk.chain[0].pid)
-    return (holder is not None and focus is not None and holder.ppid in (0, 1)
-            and holder.start_time is not None and focus.start_time is not None
-            and holder.start_time > focus.start_time)
 
 
 def _basis(g, culprit, kind, link, mechanism, category):

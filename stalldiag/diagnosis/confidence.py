@@ -137,8 +137,8 @@ def _basis(scene, findings, decision, c):
     elif basis == "file-wait":
         text = "a poll loop on a file, and who holds or writes that file"
     else:
-        text = "a culprit that only %s" % {"cpu": "computes", "sleep": "sleeps", "poll": "polls"}.get(
-            kinds.of(root).root if root not in ("cpu", "sleep", "poll") else root, "waits in a way not understood")
+        text = "a culprit that only %s" % ONLY.get(
+            kinds.of(root).root if root not in ONLY else root, "waits in a way not understood")
         c.cap("medium")
         c.alternatives.extend(_weak_root_alternatives(root))
         c.settle.append(LONGER)
@@ -283,9 +283,15 @@ def _idle_by_design(scene, decision, progress, c):
     c.settle.append(LONGER)
 
 
+ONLY = {"cpu": "computes", "sleep": "sleeps", "poll": "polls",
+        "child-poll": "asks in a loop whether its children exited"}
+
+
 def _weak_root_alternatives(root):
     if root == "cpu":
         return ["a long computation that will finish", "a loop that spins and never will"]
+    if root == "child-poll":
+        return ["children that work and will exit", "a child that hangs or waits and never will"]
     if root in ("sleep", "poll", "retry"):
         return ["a thread idle by design (a timer, a poll loop) while the real wait is elsewhere",
                 "a back-off loop around a call that fails"]

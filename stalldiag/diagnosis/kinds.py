@@ -71,6 +71,10 @@ KINDS = (
     # wherever it sits, not the child link on the way to it
     _k("cpu-starved", "cpu", True, rank=5, working=True, chain_only=True,
        doing="runnable but waiting for a CPU"),
+    # a root whose CPU goes to asking whether its children exited (Process.is_alive, Popen.poll in
+    # a loop): it waits on them, busily (a link on the way still explains the wait better)
+    _k("child-poll", "subprocess", False, chain_only=True,
+       doing="asking in a loop whether its children exited"),
     _k("prompt", "io", True, rank=4, asleep=True, idle=True,
        doing="waiting for someone to answer an interactive prompt"),
     _k("lock", "locks", True, rank=3, asleep=True, doing="blocked on a lock", band="lock"),

@@ -33,6 +33,9 @@ A row says, for one mechanism (its name in names.py):
   report_facts    facts copied into the report's record of a finding, beside kind and summary
   root_only       (summary forms) its sentence says what the root does, not how the job reaches it:
                   under a collective whose missing rank it describes, the collective leads
+  filed_under     (g, walk, finding) -> the category of the chain's first wait where it is not the
+                  row's own (first_wait.py: a pipe mechanism reached by a parent waiting on its
+                  child is the child's), or None
 
 The order of the rows is the one precedence: the category, the summary, the confidence and the
 progress model each take the first row found that bears on them.  Nothing else orders mechanisms.
@@ -42,6 +45,7 @@ from typing import Any, Callable, Optional, Tuple
 from ...records import typed_record
 from .. import collectives
 from .. import detectors as found
+from .. import first_wait
 from .. import formatter as say
 from .. import gpu
 from .. import objects
@@ -70,6 +74,7 @@ class Mechanism:
     settle: Tuple[str, ...] = ()
     report_facts: Tuple[str, ...] = ()
     root_only: bool = False
+    filed_under: Optional[Callable] = None
 
 
 LONGER = "a longer window (--duration 30 or more)"
@@ -96,13 +101,15 @@ _DECIDING = (
     # a reader that does not drain the pipe a step of the chain writes: the pipe is the cause,
     # whatever the reader waits on (the writer itself, when it joins it)
     _decides(M.UNDRAINED_PIPE, found.from_walk(M.UNDRAINED_PIPE), summaries.undrained_pipe, category="io",
-             rests_on="closed", blocks_progress=True, leads_summary=True, headline=summaries.undrained_pipe_headline),
+             rests_on="closed", blocks_progress=True, leads_summary=True, headline=summaries.undrained_pipe_headline,
+             filed_under=first_wait.undrained),
     _decides(M.DEADLOCK, found.from_walk(M.DEADLOCK), say.cycle, category="locks", rests_on="closed",
-             blocks_progress=True, leads_summary=True, headline=summaries.capitalized),
+             blocks_progress=True, leads_summary=True, headline=summaries.capitalized, filed_under=first_wait.pipe_cycle),
     # the input a step of the chain reads comes through a pipe whose writing end a process holds
     # and never writes: that process is the cause, whatever its own threads do
     _decides(M.UNFED_PIPE, found.from_walk(M.UNFED_PIPE), summaries.unfed_pipe, category="io",
-             rests_on="closed", blocks_progress=True, leads_summary=True, headline=summaries.unfed_pipe_headline),
+             rests_on="closed", blocks_progress=True, leads_summary=True, headline=summaries.unfed_pipe_headline,
+             filed_under=first_wait.unfed),
     # the forms the chain's end gives the summary by itself (category and confidence: the chain's)
     _summary(M.EVENT_LOOP_BLOCKED, found.on_root(found.event_loop_blocked), say.event_loop_blocked,
              headline=summaries.event_loop_blocked),

@@ -1,0 +1,58 @@
+"""The category of the first wait (issue 32): a pipe mechanism found on a chain that starts with
+the focus waiting on a program of its own is filed under that wait (subprocess), not under the
+pipe. Each function is a registry row's `filed_under`: (g, walk, finding) -> a category, or None
+where the row's own category stands.
+
+  pipe_cycle     a cycle of pipes alone (no lock, no join) between the focus and its child: a
+                 parent reading its child's output while the child reads input only the parent
+                 can close
+  undrained      a pipe the focus does not read while it waits for the child writing it (or the
+                 child's descendants) to exit: Popen.wait() with stdout=PIPE, Process.join()
+                 before its Queue is drained (a server that serves instead of reading its
+                 child's pipe does not wait on it)
+  unfed          the focus's child reads a pipe whose writing end only another process holds and
+                 never writes (a launcher that keeps its job's stdin open); or that holder is an
+                 orphan started after the job: a program the job's child left running in the
+                 background (`cmd &` in a shell that has exited)
+"""
+from .registry.names import M
+
+SUBPROCESS = "subprocess"
+
+
+def _starts_at_own_child(g, walk):
+    child = g.procs.get(walk.chain[1].pid) if len(walk.chain) >= 2 else None
+    return child is not None and child.ppid == walk.chain[0].pid
+
+
+def pipe_cycle(g, walk, finding):
+    if finding.kind != M.DEADLOCK or not _starts_at_own_child(g, walk):
+        return None
+    edges = finding.facts.get("edges") or []
+    alone = bool(edges) and all(e.kind in ("peer", "child") and e.facts.get("via") == "pipe" for e in edges)
+    return SUBPROCESS if alone else None
+
+
+def undrained(g, walk, finding):
+    if not _starts_at_own_child(g, walk):
+        return None
+    reader, writer = finding.facts.get("reader"), finding.facts.get("writer")
+    waits_on_writer = (walk.into[1] is not None and walk.into[1].kind in ("child", "peer")
+                       and walk.chain[0].kind in ("child", "pipe") and reader is walk.chain[0]
+                       and writer is not None and writer in walk.chain[1:])
+    return SUBPROCESS if waits_on_writer else None
+
+
+def unfed(g, walk, finding):
+    if _starts_at_own_child(g, walk) and finding.facts.get("reader") in walk.chain[1:]:
+        return SUBPROCESS
+    return SUBPROCESS if _left_running(g, walk, finding) else None
+
+
+def _left_running(g, walk, finding):
+    """The pipe's holder is an orphan that started after the job (a holder that started before
+    the job, its launcher, or one with a live parent is someone else)."""
+    holder, focus = g.procs.get(finding.facts.get("holder")), g.procs.get(walk.chain[0].pid)
+    return (holder is not None and focus is not None and holder.ppid in (0, 1)
+            and holder.start_time is not None and focus.start_time is not None
+            and holder.start_time > focus.start_time)
