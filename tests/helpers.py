@@ -227,6 +227,20 @@ KNOWN_WRONG = {
     "joinable_queue_dead_worker": "JoinableQueue.join() whose workers exited: said 'waits on a lock ... the "
                                   "child that shared it exited' (waker-exited, subprocess); the reporter files "
                                   "the wait for a task_done that cannot come under locks",
+    # the tenth round's misses on its first run (docs/validation.md), until each is fixed
+    "dataloader_index_queue_feeder_join_hang_at_exit": "first run: cause not determined (a queue feeder thread "
+                                                        "blocked writing a pipe at exit; truth: io)",
+    "processpool_worker_segfault_feeder_stuck_shutdown_hang": "first run: cause not determined (truth: io)",
+    "mp_queue_feeder_blocks_interpreter_exit_after_fast_fail": "first run: cause not determined (truth: io)",
+    "inductor_subproc_pool_sidecar_died_read_thread_never_eof": "first run: subprocess, high (truth: compilation)",
+    "efficientdet_eval_waits_forever_for_new_checkpoint": "first run: network, medium (truth: sleep)",
+    "training_job_runner_popen_pipe_never_drained": "first run: subprocess, high (truth: io)",
+    "urllib3_retry_after_429_hour_long_sleep": "first run: network, high (truth: sleep)",
+    "manager_dict_fine_grained_updates_slow_pool": "first run: cpu, medium (truth: network, slow)",
+    "lightning_log_gpu_memory_nvidia_smi_every_batch_slows_training": "first run: subprocess, medium, but 'no "
+                                                                      "progress seen' of a run that crawls",
+    "task_queue_nested_blocking_result_all_workers_deadlock": "first run: sleep, medium (truth: locks)",
+    "server_child_stdout_pipe_never_drained_client_hang": "first run: io, high (truth: subprocess)",
 }
 
 

@@ -27,6 +27,11 @@ sys.path.insert(0, ROOT)
 from stalldiag.targets import descendants  # noqa: E402
 
 
+# the progress state that contradicts a truth's progress ("cannot tell" contradicts none): a stall
+# said to advance, a run that advances (however slowly) said to show no progress
+CONTRADICTS = {"none": "making progress", "some": "no progress seen", "slow": "no progress seen"}
+
+
 def manifests(paths=None):
     """Every row of the manifest, round by round (or of the manifests `paths`: a blind round not
     yet committed, whose files are named relative to it); a row the product defines otherwise
@@ -110,9 +115,7 @@ def run_one(row, duration, out_dir, python=None):
                 pass
         popen.wait()
     truth = row["truth"]
-    # "cannot tell" is never wrong; a stall said to progress, or a progressing run said stalled, is
-    progress_ok = verdict["progress"]["state"] != {"none": "making progress", "some": "no progress seen"}.get(
-        truth.get("progress"))
+    progress_ok = verdict["progress"]["state"] != CONTRADICTS.get(truth.get("progress"))
     return {"id": row["id"], "want": truth["blocked_on"], "manifest_said": truth.get("manifest_said"),
             "got": verdict["category"],
             "right": verdict["category"] == truth["blocked_on"] and progress_ok,
