@@ -228,10 +228,6 @@ KNOWN_WRONG = {
                                   "child that shared it exited' (waker-exited, subprocess); the reporter files "
                                   "the wait for a task_done that cannot come under locks",
     # the tenth round's misses on its first run (docs/validation.md), until each is fixed
-    "dataloader_index_queue_feeder_join_hang_at_exit": "first run: cause not determined (a queue feeder thread "
-                                                        "blocked writing a pipe at exit; truth: io)",
-    "processpool_worker_segfault_feeder_stuck_shutdown_hang": "first run: cause not determined (truth: io)",
-    "mp_queue_feeder_blocks_interpreter_exit_after_fast_fail": "first run: cause not determined (truth: io)",
     "inductor_subproc_pool_sidecar_died_read_thread_never_eof": "first run: subprocess, high (truth: compilation)",
     "efficientdet_eval_waits_forever_for_new_checkpoint": "first run: network, medium (truth: sleep)",
     "training_job_runner_popen_pipe_never_drained": "first run: subprocess, high (truth: io)",

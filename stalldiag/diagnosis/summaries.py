@@ -66,6 +66,11 @@ def _waits_on_it(view, focus):
 
 def undrained_pipe(g, writer, fd, reader, tool=None):
     where = {1: "its stdout, a pipe", 2: "its stderr, a pipe"}.get(fd.get("fd"), "a pipe (%s)" % fd.get("target"))
+    if reader.pid == writer.pid:
+        # (a multiprocessing Queue: the process made the pipe, and its consumers exited or never read)
+        return ("%s waits to write to %s whose reading end only its own process holds, and none of its "
+                "threads reads it (a queue's consumers gone, or never reading): %s is %s"
+                % (writer.label, where, reader.label, doing(reader, tool)))
     return ("%s waits to write to %s, and the process reading that pipe is not draining it: "
             "%s is %s" % (writer.label, where, proc_text(g, reader.pid),
                           halted_phrase(g, reader) if g.halted(reader) else doing(reader, tool)))

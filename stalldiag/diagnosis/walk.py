@@ -133,7 +133,7 @@ def _unread_pipe_at_root(g, writer, chain):
         return None
     holders = [pid for pid in g.reader_pids(writer, target) if pid != writer.pid and pid in g.procs]
     if not holders:
-        return None
+        return _unread_own_pipe(g, writer, target, fd, chain)
     for pid in holders:
         if any(target in waited_targets(v) or _writes_pipe(v) for v in g.by_pid.get(pid, [])):
             return None      # a thread of it reads the pipe (slowly), or is the other half of a
@@ -141,6 +141,22 @@ def _unread_pipe_at_root(g, writer, chain):
     # the holder nearest the writer on the chain (the shell that runs it, not the job above it)
     nearest = [v.pid for v in reversed(chain) if v.pid in holders]
     reader = g.most_telling_thread(nearest[0] if nearest else holders[0])
+    return (writer, fd, reader) if reader is not None else None
+
+
+def _unread_own_pipe(g, writer, target, fd, chain):
+    """The reading end only the writer's own process holds, and none of its threads reads it: a
+    multiprocessing Queue's feeder thread flushing into the pipe the process itself made, whose
+    consumers exited or never read (the process joins the feeder at exit, or joins its workers
+    before draining their queue). (writer, fd, the thread that waits on the writer, else the
+    process's most telling other thread), else None."""
+    if writer.pid not in g.reader_pids(writer, target):
+        return None
+    others = [v for v in g.by_pid.get(writer.pid, []) if v is not writer]
+    if any(target in waited_targets(v) or _writes_pipe(v) for v in others):
+        return None
+    before = [v for v in chain if v.pid == writer.pid and v is not writer]
+    reader = before[-1] if before else next((v for v in others if v.tid == writer.pid), None)
     return (writer, fd, reader) if reader is not None else None
 
 

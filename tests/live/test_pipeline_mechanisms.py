@@ -4,7 +4,7 @@
 """
 import pytest
 
-from helpers import children_of, inspect_json, wait_for, wchans
+from helpers import WORKLOADS, children_of, inspect_json, interpreter, wait_for, wchans
 
 pytestmark = pytest.mark.alone
 
@@ -40,6 +40,20 @@ def test_a_thread_waiting_to_print_behind_a_writer_on_a_full_pipe_is_the_pipe(la
     assert verdict["summary"].startswith("Waiting on a child program") and "stderr" in verdict["summary"]
     assert verdict["pid"] == w.pid, verdict["summary"]          # the parent that does not read
     assert "lock-held-at-fork" not in kinds(report)
+
+
+@pytest.mark.parametrize("version", ["3.8", "3.13"])
+def test_a_queue_feeder_joined_at_exit_with_nobody_reading_is_the_undrained_pipe(launch, version):
+    python = interpreter(version)
+    if python is None:
+        pytest.skip("no CPython %s here" % version)
+    w = launch("queue_feeder_unread_at_exit.py", settle=1.0,
+               argv=[python, "-u", str(WORKLOADS / "queue_feeder_unread_at_exit.py")])
+    report = inspect_json(w.pid, duration=3)
+    verdict = report["verdict"]
+    assert verdict["category"] == "io" and verdict["confidence"] == "high", verdict["summary"]
+    assert "only its own process holds" in verdict["summary"], verdict["summary"]
+    assert "undrained-pipe" in kinds(report)
 
 
 def test_waiting_for_a_child_before_reading_its_output_is_the_undrained_pipe(launch):
