@@ -231,7 +231,6 @@ KNOWN_WRONG = {
     "inductor_subproc_pool_sidecar_died_read_thread_never_eof": "first run: subprocess, high (truth: compilation)",
     "efficientdet_eval_waits_forever_for_new_checkpoint": "first run: network, medium (truth: sleep)",
     "training_job_runner_popen_pipe_never_drained": "first run: subprocess, high (truth: io)",
-    "urllib3_retry_after_429_hour_long_sleep": "first run: network, high (truth: sleep)",
     "manager_dict_fine_grained_updates_slow_pool": "first run: cpu, medium (truth: network, slow)",
     "lightning_log_gpu_memory_nvidia_smi_every_batch_slows_training": "first run: subprocess, medium, but 'no "
                                                                       "progress seen' of a run that crawls",

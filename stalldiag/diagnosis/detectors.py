@@ -144,6 +144,8 @@ def retry_loop(scene):
     # a loop that sleeps between attempts is a retry of a failing call only when a failure is
     # seen; otherwise it may be pacing itself by design, and what it retries is read from its code
     unknown = None if retry.get("failing") else "whether the call it retries fails (no failure was seen in the window)"
+    if retry.get("asked_wait"):
+        unknown = "who set a wait this long (a server's Retry-After, or a back-off that grew)"
     return Finding.about(M.RETRY_LOOP, root, unknown=unknown, retrier=root, **retry)
 
 

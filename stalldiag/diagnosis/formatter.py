@@ -257,7 +257,12 @@ def _wait_words(view):
     return text + (" on %s" % what if what else "")
 
 
-def retry_loop(g, retrier, where, loop, handlers, library, failures, lines, failing, category):
+def retry_loop(g, retrier, where, loop, handlers, library, failures, lines, failing, category, asked_wait=None):
+    if asked_wait:
+        return ("%s sleeps between attempts at %s%s, in a sleep of up to %s: a wait this long was asked for (a "
+                "server's Retry-After on a 429 or 503) or is a back-off grown long; nothing is tried meanwhile"
+                % (retrier.label, frame_text(where) or "?", ", in %s" % library if library else "",
+                   _duration(asked_wait)))
     text = "%s %s at %s" % (retrier.label, "retries between sleeps" if failing else "sleeps between attempts",
                             frame_text(where) or "?")
     if library:
@@ -279,6 +284,12 @@ def retry_loop(g, retrier, where, loop, handlers, library, failures, lines, fail
     if not failures:
         text += " (--syscalls exact counts the failed calls and their errors)"
     return text
+
+
+def _duration(seconds):
+    if seconds >= 5400:
+        return "%.1f hours" % (seconds / 3600.0)
+    return "%d minutes" % round(seconds / 60.0) if seconds >= 120 else "%d s" % round(seconds)
 
 
 def peer_not_serving(g, waiter, target, peer, peer_thread):

@@ -11,6 +11,9 @@ from ..knowledge import retries as table
 SLEEPING = ("sleep", "poll")
 MIN_FAILURES = 3     # failed calls of one syscall in the window that make a retry visible
 MAX_LINES = 3
+# a sleep between attempts with this long still to go was asked for (a server's Retry-After on a
+# 429 or 503) or is a back-off grown long: the job waits by design, whatever the last call did
+ASKED_WAIT_S = 300
 
 
 def retrying(g, view):
@@ -36,10 +39,19 @@ def retrying(g, view):
         lines = sorted(lines, key=_names_resource)
     # failing: something shows the call fails (counted failures, error lines, a helper that
     # retries only on failure, a loop polling a call); an except clause alone shows it could
+    left = _sleep_left(view)
+    asked = left if left is not None and left >= ASKED_WAIT_S else None
     return {"where": frame, "loop": loop or None, "handlers": handlers, "library": library,
             "failures": failures, "lines": lines, "failing": bool(failures or lines or library or polls),
-            "category": _category(failures, handlers + list(loop.get("tried") or []), loop.get("code"), lines,
-                                  library)}
+            "asked_wait": asked,
+            "category": "sleep" if asked else _category(failures, handlers + list(loop.get("tried") or []),
+                                                        loop.get("code"), lines, library)}
+
+
+def _sleep_left(view):
+    """Seconds left of the sleep the thread is in, when its syscall's arguments said."""
+    detail = view.top_detail()
+    return detail.get("sleep_s") if isinstance(detail, dict) and view.kind == "sleep" else None
 
 
 def _names_resource(line):

@@ -88,3 +88,11 @@ def test_an_idle_job_waiting_on_an_uploader_that_retries_is_the_network(launch, 
     assert verdict["category"] == "network", verdict["summary"]
     assert verdict["thread_name"] == "uploader" and "retries between sleeps" in verdict["summary"], verdict["summary"]
     assert verdict["progress"]["state"] == "no progress seen", verdict["progress"]
+
+
+def test_a_wait_of_an_hour_a_server_asked_for_is_a_sleep_not_the_network(launch):
+    w = launch("retry_after_rate_limited.py", settle=1.0)
+    report = inspect_json(w.pid, duration=3)
+    verdict = report["verdict"]
+    assert verdict["category"] == "sleep" and verdict["confidence"] == "medium", verdict["summary"]
+    assert "Retry-After" in verdict["summary"] and "60 minutes" in verdict["summary"], verdict["summary"]
