@@ -235,7 +235,6 @@ KNOWN_WRONG = {
     "lightning_log_gpu_memory_nvidia_smi_every_batch_slows_training": "first run: subprocess, medium, but 'no "
                                                                       "progress seen' of a run that crawls",
     "task_queue_nested_blocking_result_all_workers_deadlock": "first run: sleep, medium (truth: locks)",
-    "server_child_stdout_pipe_never_drained_client_hang": "first run: io, high (truth: subprocess)",
 }
 
 

@@ -6,16 +6,18 @@ where the row's own category stands.
   pipe_cycle     a cycle of pipes alone (no lock, no join) between the focus and its child: a
                  parent reading its child's output while the child reads input only the parent
                  can close
-  undrained      a pipe the focus does not read while it waits for the child writing it (or the
-                 child's descendants) to exit: Popen.wait() with stdout=PIPE, Process.join()
-                 before its Queue is drained (a server that serves instead of reading its
-                 child's pipe does not wait on it)
+  undrained      a pipe the focus does not read while it waits on the child writing it (or the
+                 child's descendants): to exit (Popen.wait() with stdout=PIPE, Process.join()
+                 before its Queue is drained), or to answer on another pipe or a socket (a client
+                 of the server it started, whose log it never reads); a server that serves
+                 instead of reading its child's pipe does not wait on that child
   unfed          the focus's child reads a pipe whose writing end only another process holds and
                  never writes (a launcher that keeps its job's stdin open); or that holder is an
                  orphan started after the job: a program the job's child left running in the
                  background (`cmd &` in a shell that has exited)
 """
 from .registry.names import M
+from .views import waited_targets
 
 SUBPROCESS = "subprocess"
 
@@ -38,9 +40,19 @@ def undrained(g, walk, finding):
         return None
     reader, writer = finding.facts.get("reader"), finding.facts.get("writer")
     waits_on_writer = (walk.into[1] is not None and walk.into[1].kind in ("child", "peer")
-                       and walk.chain[0].kind in ("child", "pipe") and reader is walk.chain[0]
+                       and _waits_on(g, walk.chain[0], walk.chain[1].pid) and reader is walk.chain[0]
                        and writer is not None and writer in walk.chain[1:])
     return SUBPROCESS if waits_on_writer else None
+
+
+def _waits_on(g, focus, child_pid):
+    """The focus waits on that child: for it to exit or write (a child wait, a pipe), or for it to
+    answer on a socket whose other end it holds (a server listening for clients waits on none)."""
+    if focus.kind in ("child", "pipe"):
+        return True
+    return focus.kind == "network" and any(
+        child_pid in g.other_end(target, g.tcp_peers) or child_pid in g.other_end(target, g.unix_peers)
+        for target in waited_targets(focus))
 
 
 def unfed(g, walk, finding):
