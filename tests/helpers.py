@@ -229,7 +229,6 @@ KNOWN_WRONG = {
                                   "the wait for a task_done that cannot come under locks",
     # the tenth round's misses on its first run (docs/validation.md), until each is fixed
     "inductor_subproc_pool_sidecar_died_read_thread_never_eof": "first run: subprocess, high (truth: compilation)",
-    "efficientdet_eval_waits_forever_for_new_checkpoint": "first run: network, medium (truth: sleep)",
     "manager_dict_fine_grained_updates_slow_pool": "first run: cpu, medium (truth: network, slow)",
     "lightning_log_gpu_memory_nvidia_smi_every_batch_slows_training": "first run: subprocess, medium, but 'no "
                                                                       "progress seen' of a run that crawls",

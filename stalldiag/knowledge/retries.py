@@ -51,6 +51,7 @@ ERRNO_CATEGORY = {"EEXIST": "locks", "EAGAIN": None, "EWOULDBLOCK": None}
 # error words in an except clause, the lines it tries, a loop's condition or a log line -> category
 # (first match wins; OSError says nothing: sockets, files and pipes all raise it)
 ERROR_WORDS = [
+    # (a loop's code is read too: a `timeout=` argument or an `eval_timeout` name is no failure)
     # a failure that names its resource first (NAMED rows): GPU memory, a full disk, a fork refused
     # (a pids limit), a server's 5xx
     (re.compile(r"CUDA out of memory|OutOfMemoryError|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED|"
@@ -65,7 +66,7 @@ ERROR_WORDS = [
                 re.I), "network"),
     (re.compile(r"FileExists|EEXIST|\.lock\b|lock ?file|locked|database is locked|sqlite3?\.OperationalError|"
                 r"Timeout\(?\s*$|BlockingIOError|EWOULDBLOCK", re.I), "locks"),
-    (re.compile(r"connect|connection|refused|socket|https?|urlopen|requests\.|urllib|timed? ?out|unreachable|"
+    (re.compile(r"connect|connection|refused|socket|https?|urlopen|requests\.|urllib|(?<!_)timed? ?out(?!\s*=[^=])|unreachable|"
                 r"getaddrinfo|gaierror|dns|grpc|redis|ECONN|EHOSTUNREACH|ENETUNREACH|503|502|429", re.I), "network"),
     (re.compile(r"FileNotFound|No such file|ENOENT|os\.path\.(exists|isfile)|\.exists\(\)|EIO|ESTALE|"
                 r"disk|storage", re.I), "io"),

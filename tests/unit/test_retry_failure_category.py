@@ -15,3 +15,17 @@ import pytest
 def test_an_error_that_names_its_resource_outweighs_what_the_except_clause_suggests(texts, category):
     from stalldiag.knowledge import retries
     assert retries.failure_category(*texts) == category
+
+
+@pytest.mark.parametrize("text, category", [
+    ("for ckpt in checkpoints_iterator(model_dir, min_interval_secs=60, timeout=eval_timeout):", None),
+    ("while not done(deadline, poll_timeout):", None),
+    ("socket.timeout: timed out", "network"),
+    ("except TimeoutError:", "network"),
+    ("if elapsed > timeout == True", "network"),
+])
+def test_a_timeout_argument_in_a_loops_code_is_no_failure(text, category):
+    """A loop's code is read for what it retries: `timeout=` passed to a call, or a name ending in
+    _timeout, says how long it waits, not that something timed out."""
+    from stalldiag.knowledge import retries
+    assert retries.category_of_text(text) == category
