@@ -230,8 +230,6 @@ KNOWN_WRONG = {
     # the tenth round's misses on its first run (docs/validation.md), until each is fixed
     "inductor_subproc_pool_sidecar_died_read_thread_never_eof": "first run: subprocess, high (truth: compilation)",
     "manager_dict_fine_grained_updates_slow_pool": "first run: cpu, medium (truth: network, slow)",
-    "lightning_log_gpu_memory_nvidia_smi_every_batch_slows_training": "first run: subprocess, medium, but 'no "
-                                                                      "progress seen' of a run that crawls",
     "task_queue_nested_blocking_result_all_workers_deadlock": "first run: sleep, medium (truth: locks)",
 }
 

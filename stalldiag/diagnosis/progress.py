@@ -14,6 +14,7 @@ goes nowhere without a handler.  Progress is judged from what the run does,
 not from what it prints.
 """
 import os
+from collections import Counter
 from dataclasses import field
 from typing import List
 
@@ -234,10 +235,20 @@ def assess(window, procs, views, gpus, halted=()):
         progress = True
         sign("GPU %d busy %.0f%%%s" % (dev.index, dev.util,
                                                     ", SM %.0f%%" % dev.sm if dev.has_gpm else ""))
+    # child programs run one after another: each one exited is a call that returned (nvidia-smi
+    # per batch, a compiler per file), or a child that fails and is started again; not nothing
+    exited = Counter(p.ppid for p in procs if p.exited_at is not None)
+    succession = [(ppid, n) for ppid, n in exited.items()
+                  if n >= 2 and ppid in procs_by_pid and procs_by_pid[ppid].exited_at is None]
+    for ppid, n in succession[:2]:
+        evidence.append("cannot tell whether pid %d advances: %d of its child programs exited during the window, "
+                        "one after another (calls that return, slowly, or a child that fails and is started "
+                        "again)" % (ppid, n))
     if halted:
         progress = False
     # (something the job needs is halted or blocked for good: no progress, whatever CPU burns)
-    state = "making progress" if progress else "cannot tell" if blind and not halted else "no progress seen"
+    state = "making progress" if progress else "cannot tell" if (blind or succession) and not halted \
+        else "no progress seen"
     if progress:
         # what shows the run advancing first, then what was seen beside it (a spin elsewhere)
         evidence = signs + [e for e in evidence if e not in signs]
