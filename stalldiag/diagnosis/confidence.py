@@ -22,6 +22,7 @@ from typing import List
 
 from ..records import typed_record
 from . import kinds
+from .kinds import SUMMARY
 from .category import BOUNDARIES
 from .motion import runaway, stuck
 from .objects import not_read as object_not_read
@@ -107,6 +108,12 @@ def _basis(scene, findings, decision, c):
             c.cap("medium", "it could not read %s" % mechanism.unknown)
             c.unknown.append(mechanism.unknown)
             c.settle.extend(row.settle or (LONGER,))
+        if row.filed_under is not None and row.category and decision.category != row.category:
+            # the mechanism is shown; the category is the first wait's (issue 32), a convention
+            # blind writers split on for a pipe between a parent and its child: said, not high
+            c.cap("medium", "the chain is filed under its first wait, %s; under the %s it shows, it is %s"
+                  % (decision.category, row.kind, row.category))
+            c.alternatives.append("%s: %s (the mechanism's own category)" % (row.category, SUMMARY[row.category]))
     elif basis == "halted":
         text = "the kernel's state of the culprit (%s)" % g.halt_state(culprit).condition
     elif basis == "root":
