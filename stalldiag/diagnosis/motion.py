@@ -75,6 +75,20 @@ def spins(view, proc=None):
     return (switches is None or switches <= 1) and (proc is None or _silent(proc))
 
 
+def repeated_call(view):
+    """The line a runaway thread's samples all sit at is in a `for` loop's body (or is its header)
+    and makes no call known to run away (knowledge.frames.RUNAWAY_CALL): a loop whose time goes to
+    one line's call, repeated, looks the same from Python's samples as one call that never
+    returns."""
+    from .threads import user_frame_of
+    from ..knowledge.frames import RUNAWAY_CALL
+    frame = user_frame_of(view.top_stack or [])
+    source = frame[3] if frame is not None and len(frame) > 3 and isinstance(frame[3], dict) else {}
+    loop = ((source or {}).get("loop") or {}).get("code") or ""
+    code = (source or {}).get("code") or ""
+    return loop.lstrip().startswith(("for ", "async for ")) and not RUNAWAY_CALL.search(code)
+
+
 def _line_code(view):
     """The source of the innermost line of the user's own code in the thread's top stack, if read."""
     from .threads import user_frame_of
@@ -112,7 +126,7 @@ def runaway(view, proc=None):
     """A thread whose CPU time is not work: one call whose stack never moved, or a spin.  A
     process that wrote output or a file meanwhile moved: a few stack samples that all hit the
     line a loop spends its time at (loss.backward()) are not one call that never returned."""
-    if computes_in_a_loop(_line_code(view)):
+    if computes_in_a_loop(_line_code(view)) or repeated_call(view):
         return False     # (a loop's body on one line: work, or a spin we cannot tell from it)
     return (frozen_stack(view) and _silent(proc)) or spins(view, proc)
 

@@ -259,6 +259,13 @@ def polls_child(frame):
 LOCK_ACQUIRE = re.compile(r"([\w.\[\]]+)\.acquire\(")
 LOCK_RELEASE = re.compile(r"([\w.\[\]]+)\.release\(")
 # A lock a statement holds for its block: `with X:`, `async with X as y:`, `with X, Y:`, X's name.
+# calls that can run without bound on one input (a regular expression backtracking) or spin in
+# native code: a line of a `for` loop that makes one of them may be one call that never returns;
+# any other call there is as likely the loop's own work, repeated (h.update per row)
+RUNAWAY_CALL = re.compile(r"(\bre\.\w+|\.(search|match|fullmatch|sub|subn|findall|finditer|split|"
+                          r"scanner))\(|spin_lock|spin_until")
+
+
 LOCK_WITH = re.compile(r"^(?:async\s+)?with\s+([\w.\[\]'\"]+)(?:\s*(?:,|as\b|:))")
 
 
