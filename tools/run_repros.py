@@ -77,6 +77,12 @@ def _ready_pid(path, default):
 READY_WAIT_S = 180   # longest wait for a reproduction's READY line before inspecting it anyway
 
 
+def _writes_ready(row):
+    """The reproduction announces its stall with a READY line (the rounds from rm on do)."""
+    with open(os.path.join(ROOT, row["file"]), errors="replace") as f:
+        return "READY" in f.read()
+
+
 def run_one(row, duration, out_dir, python=None):
     argv = [interpreter(python or row.get("python")), os.path.join(ROOT, row["file"])] + \
         [str(a) for a in row.get("args") or []]
@@ -86,8 +92,9 @@ def run_one(row, duration, out_dir, python=None):
                                  start_new_session=True, env=dict(os.environ, **(row.get("env") or {})))
     try:
         # the stall is steady settle_s after the READY line (a race may take a while to hit,
-        # and a line written inside the window would read as output advancing)
-        deadline = time.monotonic() + READY_WAIT_S
+        # and a line written inside the window would read as output advancing); the first
+        # rounds' scripts write none, and their settle_s counts from the start
+        deadline = time.monotonic() + (READY_WAIT_S if _writes_ready(row) else 0)
         while _ready_pid(stdout_path, None) is None and popen.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
         time.sleep(row.get("settle_s", 5))
