@@ -80,21 +80,24 @@ def repeated_call(view):
     and makes no call known to run away (knowledge.frames.RUNAWAY_CALL): a loop whose time goes to
     one line's call, repeated, looks the same from Python's samples as one call that never
     returns."""
-    from .threads import user_frame_of
     from ..knowledge.frames import RUNAWAY_CALL
+    source = _line_source(view)
+    loop = (source.get("loop") or {}).get("code") or ""
+    return loop.lstrip().startswith(("for ", "async for ")) and not RUNAWAY_CALL.search(source.get("code") or "")
+
+
+def _line_source(view):
+    """The source record ({"code", "loop", ...}) of the innermost line of the user's own code in
+    the thread's top stack, or {} where it was not read."""
+    from .threads import user_frame_of
     frame = user_frame_of(view.top_stack or [])
-    source = frame[3] if frame is not None and len(frame) > 3 and isinstance(frame[3], dict) else {}
-    loop = ((source or {}).get("loop") or {}).get("code") or ""
-    code = (source or {}).get("code") or ""
-    return loop.lstrip().startswith(("for ", "async for ")) and not RUNAWAY_CALL.search(code)
+    source = frame[3] if frame is not None and len(frame) > 3 else None
+    return source if isinstance(source, dict) else {}
 
 
 def _line_code(view):
     """The source of the innermost line of the user's own code in the thread's top stack, if read."""
-    from .threads import user_frame_of
-    frame = user_frame_of(view.top_stack or [])
-    source = frame[3] if frame is not None and len(frame) > 3 and isinstance(frame[3], dict) else None
-    return (source or {}).get("code")
+    return _line_source(view).get("code")
 
 
 def computes_in_a_loop(code):

@@ -28,7 +28,7 @@ def words(scene, findings, decision):
     lead = table.leading(kept)
     if lead is not None:
         text = _lead_text(scene, lead, _head(scene, decision), decision)
-        hot = _hot_of(scene, decision)
+        hot = _hot_of(scene, decision, _spins(scene, decision))
         if hot is not None:
             text += "; " + hot_text(hot)     # (a leading row says why it computes, not on what)
     else:
@@ -60,13 +60,13 @@ def _spins(scene, decision):
     return decision.category == "cpu" and culprit.kind == "cpu" and runaway(culprit, scene.g.procs.get(culprit.pid))
 
 
-def _hot_of(scene, decision):
+def _hot_of(scene, decision, spins):
     """The culprit's HotCode when it computes under a cpu verdict (or a parent busy-waiting on its
     children, filed under them: its CPU still goes somewhere) and does not spin on one line."""
     culprit = decision.culprit
-    if decision.category not in ("cpu", "subprocess") or culprit.kind not in ("cpu", "cpu-starved"):
+    if spins or decision.category not in ("cpu", "subprocess") or culprit.kind not in ("cpu", "cpu-starved"):
         return None
-    return None if _spins(scene, decision) else hot_code(culprit)
+    return hot_code(culprit)
 
 
 def generic(scene, decision):
@@ -79,7 +79,7 @@ def generic(scene, decision):
     if frame:
         where = " at %s (%s:%s)" % (frame[0], frame[1].rsplit("/", 1)[-1], frame[2])
     spins = _spins(scene, decision)
-    hot = _hot_of(scene, decision)
+    hot = _hot_of(scene, decision, spins)
     activity, share = culprit.main_activity()
     if not activity.startswith(("on CPU", "D:")):
         activity = "in " + activity

@@ -131,9 +131,10 @@ def _unread_pipe_at_root(g, writer, chain):
     target = (fd or {}).get("target")
     if not target:
         return None
-    holders = [pid for pid in g.reader_pids(writer, target) if pid != writer.pid and pid in g.procs]
+    readers = g.reader_pids(writer, target)
+    holders = [pid for pid in readers if pid != writer.pid and pid in g.procs]
     if not holders:
-        return _unread_own_pipe(g, writer, target, fd, chain)
+        return _unread_own_pipe(g, writer, fd, chain) if writer.pid in readers else None
     for pid in holders:
         if any(target in waited_targets(v) or _writes_pipe(v) for v in g.by_pid.get(pid, [])):
             return None      # a thread of it reads the pipe (slowly), or is the other half of a
@@ -144,14 +145,13 @@ def _unread_pipe_at_root(g, writer, chain):
     return (writer, fd, reader) if reader is not None else None
 
 
-def _unread_own_pipe(g, writer, target, fd, chain):
+def _unread_own_pipe(g, writer, fd, chain):
     """The reading end only the writer's own process holds, and none of its threads reads it: a
     multiprocessing Queue's feeder thread flushing into the pipe the process itself made, whose
     consumers exited or never read (the process joins the feeder at exit, or joins its workers
     before draining their queue). (writer, fd, the thread that waits on the writer, else the
     process's most telling other thread), else None."""
-    if writer.pid not in g.reader_pids(writer, target):
-        return None
+    target = fd.get("target")
     others = [v for v in g.by_pid.get(writer.pid, []) if v is not writer]
     if any(target in waited_targets(v) or _writes_pipe(v) for v in others):
         return None
