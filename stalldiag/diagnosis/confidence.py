@@ -114,6 +114,10 @@ def _basis(scene, findings, decision, c):
             c.cap("medium", "the chain is filed under its first wait, %s; under the %s it shows, it is %s"
                   % (decision.category, row.kind, row.category))
             c.alternatives.append("%s: %s (the mechanism's own category)" % (row.category, SUMMARY[row.category]))
+        if row.contested is not None and decision.category != row.contested[0]:
+            other, why = row.contested
+            c.cap("medium", why)
+            c.alternatives.append("%s: %s" % (other, SUMMARY[other]))
     elif basis == "halted":
         text = "the kernel's state of the culprit (%s)" % g.halt_state(culprit).condition
     elif basis == "root":

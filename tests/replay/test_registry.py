@@ -220,6 +220,24 @@ def test_a_wait_whose_waker_is_not_named_is_never_high_and_says_what_it_does_not
     assert verdict["confidence"] == "medium" and verdict["unknown"] and verdict["to_settle"], verdict
 
 
+@pytest.mark.parametrize("name", ["repro_http500_retry", "repro_ray_spill_enospc", "retry_connect_refused_exact"])
+def test_a_mechanism_whose_category_readers_contest_is_said_at_medium_with_the_other(name):
+    # a back-off loop around a failing call: its resource's category, or the job sleeping by design
+    verdict = _verdict(name)
+    assert verdict["mechanism"] == "retry-loop" and verdict["category"] != "sleep"
+    assert verdict["confidence"] == "medium", verdict.get("confidence_rests_on")
+    assert any(a.startswith("sleep:") for a in verdict["alternatives"]), verdict["alternatives"]
+
+
+def test_a_contested_row_names_a_category_and_why():
+    contested = [row for row in table.MECHANISMS if row.contested is not None]
+    assert contested
+    for row in contested:
+        if row.contested is not None:
+            other, why = row.contested
+            assert other in kinds.SUMMARY and other != row.category and why
+
+
 def test_idle_by_design_in_a_job_that_shows_no_progress_is_not_high():
     verdict = _verdict("event_loop_idle_server")
     assert verdict["category"] == "sleep" and verdict["progress"]["state"] != "making progress"

@@ -36,6 +36,9 @@ A row says, for one mechanism (its name in names.py):
   filed_under     (g, walk, finding) -> the category of the chain's first wait where it is not the
                   row's own (first_wait.py: a pipe mechanism reached by a parent waiting on its
                   child is the child's), or None
+  contested       (category, why): a category readers file the same mechanism under as often as
+                  the row's (a convention, not a fact the capture can settle): a verdict it
+                  decides is said at medium, with that category as the alternative
 
 The order of the rows is the one precedence: the category, the summary, the confidence and the
 progress model each take the first row found that bears on them.  Nothing else orders mechanisms.
@@ -75,6 +78,7 @@ class Mechanism:
     report_facts: Tuple[str, ...] = ()
     root_only: bool = False
     filed_under: Optional[Callable] = None
+    contested: Optional[Tuple[str, str]] = None
 
 
 LONGER = "a longer window (--duration 30 or more)"
@@ -182,8 +186,13 @@ _DECIDING = (
              blocks_progress=True, leads_summary=True),
     _decides(M.COLLECTIVE_MISMATCH, found.on_scene(found.collective_mismatch), say.collective_mismatch,
              rests_on="inferred", blocks_progress=True, leads_summary=True),
+    # a job backing off between attempts of a failing call: filed under the call's resource, which
+    # five blind writers chose, where five others chose sleep (wandb, tiledb, pepper, urllib3, a
+    # Retry-After loop): the same mechanism, shown either way, is not said at high
     _decides(M.RETRY_LOOP, found.on_scene(found.retry_loop), say.retry_loop, blocks_progress=True,
-             leads_summary=True, rests_on="inferred", report_facts=("failing",)),
+             leads_summary=True, rests_on="inferred", report_facts=("failing",),
+             contested=("sleep", "a loop that backs off between attempts is as often read as the job sleeping "
+                                 "by design as waiting on the resource of the call it retries")),
     _decides(M.EVENT_LOOP_WAKEUP, found.shared(found.event_loop_waiting), say.event_loop_wakeup,
              rests_on="inferred", leads_summary=True),
     _decides(M.EVENT_LOOP_IDLE, found.shared(found.event_loop_waiting), say.event_loop_idle,
