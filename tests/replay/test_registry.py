@@ -220,13 +220,16 @@ def test_a_wait_whose_waker_is_not_named_is_never_high_and_says_what_it_does_not
     assert verdict["confidence"] == "medium" and verdict["unknown"] and verdict["to_settle"], verdict
 
 
-@pytest.mark.parametrize("name", ["repro_http500_retry", "repro_ray_spill_enospc", "retry_connect_refused_exact"])
-def test_a_mechanism_whose_category_readers_contest_is_said_at_medium_with_the_other(name):
-    # a back-off loop around a failing call: its resource's category, or the job sleeping by design
+@pytest.mark.parametrize("name, mechanism, other", [
+    ("repro_http500_retry", "retry-loop", "sleep"), ("repro_ray_spill_enospc", "retry-loop", "sleep"),
+    ("retry_connect_refused_exact", "retry-loop", "sleep"), ("repro_decoupled_ckpt_dead", "waker-exited", "locks")])
+def test_a_mechanism_whose_category_readers_contest_is_said_at_medium_with_the_other(name, mechanism, other):
+    # a back-off loop around a failing call: its resource's category, or the job sleeping by design;
+    # a wait whose waker exited: the child that died, or the object waited on
     verdict = _verdict(name)
-    assert verdict["mechanism"] == "retry-loop" and verdict["category"] != "sleep"
+    assert verdict["mechanism"] == mechanism and verdict["category"] != other
     assert verdict["confidence"] == "medium", verdict.get("confidence_rests_on")
-    assert any(a.startswith("sleep:") for a in verdict["alternatives"]), verdict["alternatives"]
+    assert any(a.startswith(other + ":") for a in verdict["alternatives"]), verdict["alternatives"]
 
 
 def test_a_contested_row_names_a_category_and_why():

@@ -138,8 +138,13 @@ _DECIDING = (
              blocks_progress=True, leads_summary=True),
     _decides(M.LOST_BATCH, found.from_walk(M.LOST_BATCH), say.lost_batch, category="subprocess",
              rests_on="closed", blocks_progress=True, leads_summary=True),
+    # a wait on a queue, lock or event whose only waker was a process that exited: two blind writers
+    # filed it one under the child that died (decoupled_ckpt_dead), one under the object waited on
+    # (joinable_queue_dead_worker)
     _decides(M.WAKER_EXITED, found.from_walk(M.WAKER_EXITED), say.waker_exited, category="subprocess",
-             rests_on="closed", blocks_progress=True, leads_summary=True),
+             rests_on="closed", blocks_progress=True, leads_summary=True,
+             contested=("locks", "a wait whose only waker was a process that exited is read as well as a wait on "
+                                 "the object (the queue, lock or event) as one on the child that died")),
     _decides(M.BARRIER_INCOMPLETE, found.on_root(found.barrier_incomplete), say.barrier_incomplete,
              rests_on="closed", blocks_progress=True, leads_summary=True),
     _decides(M.POOL_EMPTY, found.from_walk(M.POOL_EMPTY), say.pool_empty, category="subprocess",
