@@ -7,6 +7,8 @@ Layout (schema_version 2):
   host, request, window              where, what was asked, the sampling window
   request.config                     the inspection's Config (config.py), every field (new in 2)
   processes[]                        one per (pid, start_time) seen
+    ppid, pgid, sid                  parent, process group and session (pgid, sid: new fields,
+                                     absent from older captures)
     threads[].samples                [t, state, syscall|"running", detail index, wchan]
     threads[].stack_samples          [[stack index, run length], ...] in time order
     threads[].sched, .ctx            window deltas, first to last sighting: schedstat

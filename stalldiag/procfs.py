@@ -168,6 +168,8 @@ def parse_stat(text):
         "comm": comm,
         "state": rest[0],
         "ppid": int(rest[1]),
+        "pgid": int(rest[2]),
+        "sid": int(rest[3]),
         "minflt": int(rest[7]),
         "majflt": int(rest[9]),
         "utime": int(rest[11]),

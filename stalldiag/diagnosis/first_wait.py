@@ -13,8 +13,8 @@ where the row's own category stands.
                  instead of reading its child's pipe does not wait on that child
   unfed          the focus's child reads a pipe whose writing end only another process holds and
                  never writes (a launcher that keeps its job's stdin open); or that holder is an
-                 orphan started after the job: a program the job's child left running in the
-                 background (`cmd &` in a shell that has exited)
+                 orphan started after the job in its session: a program the job's child left
+                 running in the background (`cmd &` in a shell that has exited)
 """
 from .registry.names import M
 from .views import waited_targets
@@ -63,8 +63,14 @@ def unfed(g, walk, finding):
 
 def _left_running(g, walk, finding):
     """The pipe's holder is an orphan that started after the job (a holder that started before
-    the job, its launcher, or one with a live parent is someone else)."""
+    the job, its launcher, or one with a live parent is someone else).  An orphan is reparented
+    to init, or to a subreaper (systemd --user, a container's init): where the capture has the
+    session, one that kept the job's session and whose parent is not of the job is such an
+    orphan too, and one in another session is not the job's (a daemon it asked to start)."""
     holder, focus = g.procs.get(finding.facts.get("holder")), g.procs.get(walk.chain[0].pid)
-    return (holder is not None and focus is not None and holder.ppid in (0, 1)
-            and holder.start_time is not None and focus.start_time is not None
-            and holder.start_time > focus.start_time)
+    if holder is None or focus is None or holder.start_time is None or focus.start_time is None \
+            or holder.start_time <= focus.start_time:
+        return False
+    if holder.sid is not None and focus.sid is not None:
+        return holder.sid == focus.sid and holder.ppid not in g.procs
+    return holder.ppid in (0, 1)

@@ -116,6 +116,8 @@ class Thread:
 class Process:
     pid: int
     ppid: Optional[int] = None
+    pgid: Optional[int] = None
+    sid: Optional[int] = None
     comm: Optional[str] = None
     cmdline: List[str] = field(default_factory=list)
     exe: Optional[str] = None

@@ -199,6 +199,10 @@ class ProcessRecord:
             pid=self.pid,
             start_time=self.start_time,
             ppid=stat_any.get("ppid"),
+            # process group and session: a program the job left running in the background keeps
+            # the job's session after its parent exits and it is reparented
+            pgid=stat_any.get("pgid"),
+            sid=stat_any.get("sid"),
             comm=stat_any.get("comm"),
             first_seen=round(self.first_seen, 3),
             last_seen=round(self.last_seen, 3),

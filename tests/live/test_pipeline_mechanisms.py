@@ -167,3 +167,15 @@ def test_an_event_whose_only_setter_died_is_the_dead_child(launch):
     assert verdict["category"] == "subprocess" and verdict["tid"] == w.pid, verdict["summary"]
     assert "exited (exit code 1)" in verdict["summary"], verdict["summary"]
     assert verdict["progress"]["state"] == "no progress seen"
+
+
+def test_a_pipe_held_by_a_program_the_jobs_child_left_running_under_a_subreaper_is_the_child(launch):
+    # the orphan `sleep` is reparented to the launcher (a child subreaper), not to init: it kept
+    # the job's session, so it is the program the job's child left running, not someone else
+    w = launch("background_child_left_running_under_subreaper.py", settle=1.0)
+    job = next(pid for pid in children_of(w.pid) if "job" in open("/proc/%d/cmdline" % pid).read())
+    report = inspect_json(job, "--children", duration=3)
+    verdict = report["verdict"]
+    assert verdict["mechanism"] == "unfed-pipe" and verdict["category"] == "subprocess", verdict["summary"]
+    process = next(p for p in report["capture"]["processes"] if p["pid"] == job)
+    assert process["sid"] == w.pid and process["pgid"] == w.pid
