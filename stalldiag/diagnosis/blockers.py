@@ -9,7 +9,7 @@ from .registry.names import M
 def progress_of(scene, findings):
     """The progress of the run a scene shows, with what blocks it."""
     g = scene.g
-    found = assess(g.window, g.proc_list, g.views, g.gpus, blockers(scene, findings))
+    found = assess(g.window, g.proc_list, g.views, g.gpus, blockers(scene, findings), g.output)
     return Progress(found["state"], found["evidence"], found["brief"])
 
 

@@ -14,6 +14,7 @@ goes nowhere without a handler.  Progress is judged from what the run does,
 not from what it prints.
 """
 import os
+import re
 from collections import Counter
 from dataclasses import field
 from typing import List
@@ -32,6 +33,9 @@ THROTTLED_WORK = 0.05   # a thread held to a small CPU quota still moves, slowly
 STARVED_CPU = 0.05  # a training loop under this share of a core over the window did not run
 # Between two watch checks: CPU seconds that count as work (only when the stacks moved too)
 INTERVAL_CPU_S = 0.05
+REPEATED_LINES = 4     # kept lines of a stream, all one or two messages again, that are a loop's report
+# a line's leading time stamp and level, which change from one report of the same wait to the next
+STAMP = re.compile(r"^\W*(\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d([.,]\d+)?\W*|^\W*\d{9,10}(\.\d+)?\W*")
 
 
 def starved(view, duration):
@@ -89,14 +93,35 @@ def stdio_changes(proc, window_end_wall):
     return out
 
 
-def assess(window, procs, views, gpus, halted=()):
+def repeats(lines):
+    """The message a stream's kept lines say again and again, apart from their time stamps (a loop
+    reporting one wait: "Lock not acquired, waiting 0.05 seconds"), or None.  A job that advances
+    says something new (a step, a count, a file name)."""
+    said = [STAMP.sub("", line).strip() for line in lines if line.strip()]
+    if len(said) < REPEATED_LINES or len(set(said)) > 2 or len(said) < 2 * len(set(said)):
+        return None
+    return said[-1]
+
+
+def _repeated_stream(output, proc, target):
+    """The message repeated in the stream of a process (stdout, stderr, a log) written at target."""
+    tail = (output or {}).get(proc.pid)
+    for stream in tail.streams() if tail is not None else []:
+        if stream.path == target:
+            return repeats(stream.lines)
+    return None
+
+
+def assess(window, procs, views, gpus, halted=(), output=None):
     """{"state": "making progress" | "no progress seen", "evidence": [...]}, of a types.Window and
     the types.Process records.
 
     halted: sentences for processes the job needs that are stopped or frozen
     (a rank, a process on the wait chain): with one of them the job makes no
     progress, whatever the others' CPUs do.  CPU time of a thread that
-    spin-waits is not work either.
+    spin-waits is not work either.  output: pid -> types.OutputTail; a stream
+    that grows by one message said again (a wait reported in a loop) is no
+    sign of progress, nor of its absence.
     """
     duration = window.duration_s or 0
     evidence = list(halted)
@@ -110,9 +135,18 @@ def assess(window, procs, views, gpus, halted=()):
     storage_pids = {v.pid for v in views if v.kind == "io"}
     shared_writes = {}
     recent_writes = {}     # path -> [size, pids]: a file changed in a directory several processes write to
+    repeating = []         # streams that grew only by a message said again
     for proc in procs:
         label = "pid %d" % proc.pid
         read, written, opened = file_changes(proc)
+        for w in list(written):
+            message = _repeated_stream(output, proc, w["target"])
+            if message is not None:
+                written.remove(w)
+                repeating.append(proc.pid)
+                evidence.append("%s wrote %s (+%d bytes), one message again and again: \"%s\"; a loop reporting "
+                                "what it waits for, not a sign of progress" % (label, w["target"], w["delta"],
+                                                                             clip_items([message], 120)))
         if written:
             progress = True
             for w in written:
@@ -247,7 +281,7 @@ def assess(window, procs, views, gpus, halted=()):
     if halted:
         progress = False
     # (something the job needs is halted or blocked for good: no progress, whatever CPU burns)
-    state = "making progress" if progress else "cannot tell" if (blind or succession) and not halted \
+    state = "making progress" if progress else "cannot tell" if (blind or succession or repeating) and not halted \
         else "no progress seen"
     if progress:
         # what shows the run advancing first, then what was seen beside it (a spin elsewhere)
