@@ -206,9 +206,6 @@ time.sleep(120)
 
 # Rows whose recorded verdict is still wrong, and why (strict: a fix makes the test say so).
 KNOWN_WRONG = {
-    "r34_14_async_retry_time_sleep": "a blocking time.sleep between async retries with a doubling back-off: the "
-                                     "window sees one sleep and says 'no progress seen' of a run the writer calls "
-                                     "slow (its category, sleep, is right)",
     "dataloader_exit_hang_queue_feeder_full_pipe": "the main process's queue feeder waits on the queue's write lock, "
                                                    "a process-shared lock a terminated worker held: said as a lock "
                                                    "wait (medium); the reporter files the undrained pipe behind it "

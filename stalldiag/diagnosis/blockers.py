@@ -4,13 +4,38 @@ from .explain import halted_phrase
 from .progress import Progress, assess, starved
 from .registry import table
 from .registry.names import M
+from .text import clip_items
 
 
 def progress_of(scene, findings):
     """The progress of the run a scene shows, with what blocks it."""
     g = scene.g
-    found = assess(g.window, g.proc_list, g.views, g.gpus, blockers(scene, findings), g.output)
+    halted = blockers(scene, findings)
+    found = assess(g.window, g.proc_list, g.views, g.gpus, halted, g.output)
+    ending = None if halted or found["state"] != "no progress seen" else sleep_that_ends(scene.root)
+    if ending:
+        # the window fell inside one sleep of the culprit: what it does when the sleep ends (a
+        # retry, the next step of a slow loop, the same wait again) was not seen
+        evidence = [ending] + found["evidence"]
+        return Progress("cannot tell", evidence, clip_items(evidence, 300))
     return Progress(found["state"], found["evidence"], found["brief"])
+
+
+SLEEP_ENDS_S = 60   # a sleep with longer left holds the job for minutes: no progress, as far as one can see
+
+
+def sleep_that_ends(view):
+    """"X sleeps through the window, N s left": a thread in one timed sleep for the whole window,
+    not woken once, whose sleep ends by itself; else None."""
+    detail = view.top_detail() if view is not None and view.kind == "sleep" else None
+    left = detail.get("sleep_s") if isinstance(detail, dict) else None
+    woken = (view.thread.ctx or {}).get("voluntary")
+    # (a loop of short sleeps wakes each time; without the switch counts one sleep is not shown)
+    if not left or not 1 <= left <= SLEEP_ENDS_S or view.share < 0.8 or woken is None or woken > 1:
+        return None
+    return ("cannot tell whether %s advances: it slept through the whole window in one sleep, which ends in %.0f s; "
+            "what it does then (the next step, a retry, the same wait again) a window longer than the sleep "
+            "shows" % (view.label, left))
 
 
 def blockers(scene, findings):

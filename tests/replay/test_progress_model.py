@@ -129,3 +129,17 @@ def test_clip_items_keeps_whole_items_and_counts_the_rest():
     assert clip_items(["one", "two", "three"], 9) == "one; two (+1 more)"
     assert clip_items(["x" * 50 + " tail", "two"], 20).endswith("… (+1 more)")
     assert clip_items([], 10) == ""
+
+
+def test_a_window_inside_one_sleep_that_ends_soon_cannot_tell():
+    # a blocking time.sleep between async retries, 6 s left of it: the next step was not seen
+    progress = build_report(load_report(str(CAPTURES / "repro_r34_14_async_retry_time_sleep.json")))["verdict"]["progress"]
+    assert progress["state"] == "cannot tell", progress
+    assert "slept through the whole window in one sleep, which ends in 6 s" in progress["evidence"][0]
+
+
+@pytest.mark.parametrize("name", ["gpu_nccl_fr_fifo_one_rank", "sleep_loop"])
+def test_a_sleep_with_minutes_left_or_a_loop_of_short_sleeps_is_no_progress(name):
+    # a rank held in a sleep with 197 s left; a poll loop that wakes every half second
+    progress = build_report(load_report(str(CAPTURES / (name + ".json"))))["verdict"]["progress"]
+    assert progress["state"] == "no progress seen", progress
