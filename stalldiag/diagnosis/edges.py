@@ -22,8 +22,8 @@ Edge kinds:
   rank         the rank that is not in the collective (stopped, elsewhere)
   straggler    the rank whose GPU still computes while the others wait in a collective
   compiler     the compiler a compiling thread drives (the compiling thread stays the end)
-  (terminal)   held-at-fork, orphaned, pool-deadlock, lost-task, lost-batch, missed-task-done: nothing
-               will end the wait
+  (terminal)   held-at-fork, orphaned, pool-deadlock, lost-task, pool-results-undelivered, lost-batch,
+               missed-task-done: nothing will end the wait
 """
 from collections import Counter
 
@@ -486,12 +486,30 @@ def lost_pool_task(g, view):
     workers = [(p, g.main_thread(p.pid)) for p in g.live_children(view.pid)]
     if not workers or not all(t is not None and frame_table.idle_pool_worker(t.top_stack) for _p, t in workers):
         return None
+    if results_handler_gone(g, view.pid):
+        # the task's result came back, and no thread is left to hand it over
+        from .polls import died_threads
+        died = died_threads(g, view.pid)
+        return Edge(view, None, M.POOL_RESULTS_UNDELIVERED, findings=[Finding.about(
+            M.POOL_RESULTS_UNDELIVERED, view, waiter=view, workers=len(workers), error=died[-1][1] if died else None)])
     tick = g.window.clock_tick or 100   # the unit of start_time
     starts = sorted((p.start_time or 0, p.pid) for p, _t in workers)
     late = [(pid, (start - starts[0][0]) / tick) for start, pid in starts[1:]
             if start - starts[0][0] >= REPLACEMENT_GAP_S * tick]
     return Edge(view, None, M.LOST_TASK, findings=[Finding.about(M.LOST_TASK, view, waiter=view, workers=len(workers),
                                                                  replacements=late)])
+
+
+def results_handler_gone(g, pid):
+    """The process's multiprocessing.Pool has its worker-handler thread but no result-handler
+    thread: the one that completes each waiting result ended (an exception unpickling a worker's
+    result kills it), and no result reaches its caller again.  Only where every thread's stack was
+    read."""
+    threads = [v for v in g.views if v.pid == pid]
+    if not threads or any(not v.top_stack for v in threads):
+        return False
+    return any(frame_table.runs(v.top_stack, frame_table.POOL_WORKER_HANDLER) for v in threads) and not any(
+        frame_table.runs(v.top_stack, frame_table.POOL_RESULT_HANDLER) for v in threads)
 
 
 def empty_pool(g, view):

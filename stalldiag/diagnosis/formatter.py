@@ -144,6 +144,15 @@ def lost_task(g, waiter, workers, replacements):
                 if replacements else ""))
 
 
+def pool_results_undelivered(g, waiter, workers, error):
+    return ("%s waits for a multiprocessing.Pool result at %s, but the pool's result-handler thread, the one that "
+            "hands each result to its caller, is gone%s, and all %d workers are idle: the results came back and "
+            "nobody is left to deliver them, so the wait never ends (a worker's exception or result that cannot "
+            "be unpickled in the parent kills that thread)" % (
+                waiter.label, frame_text(waiter.user_frame()) or "?",
+                " (the job's output shows it died on %s)" % error if error else "", workers))
+
+
 def lost_batch(g, waiter, workers, error):
     why = ("; the job's output shows a worker's queue feeder failed to send one: %s" % error if error else
            ". A worker drops a batch it cannot send (its queue feeder fails: too many open files to pass its "

@@ -30,6 +30,10 @@ _P = FramePattern
 THREAD_POOL_WORKER = (r"concurrent/futures/thread\.py$", r"^_worker$")
 PROCESS_POOL_WORKER = (r"multiprocessing/pool\.py$", r"^worker$")
 DATALOADER_WORKER = (r"torch/utils/data/_utils/worker\.py$", r"^_worker_loop$")
+# a multiprocessing.Pool's threads in the process that made it: one replaces workers, one hands out
+# tasks, one takes results off the result queue and completes the waiting ApplyResult
+POOL_WORKER_HANDLER = (r"multiprocessing/pool\.py$", r"^(Pool\.)?_handle_workers$")
+POOL_RESULT_HANDLER = (r"multiprocessing/pool\.py$", r"^(Pool\.)?_handle_results$")   # (3.11+: qualified)
 POOL_WORKER_FRAMES = ((THREAD_POOL_WORKER, "a concurrent.futures.ThreadPoolExecutor"),
                       (PROCESS_POOL_WORKER, "a multiprocessing pool"))
 
@@ -134,6 +138,11 @@ def idle_pool_worker(stack, loop=PROCESS_POOL_WORKER):
         if _matches(frame, loop):
             return depth > 0 and all(regex(TASK_QUEUE_FILES).search(f[1] or "") for f in stack[:depth])
     return False
+
+
+def runs(stack, row):
+    """A thread whose stack has a frame of that (file, function) row."""
+    return any(_matches(frame, row) for frame in stack or [])
 
 
 def idle_dataloader_worker(stack):

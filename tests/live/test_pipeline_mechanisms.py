@@ -179,3 +179,19 @@ def test_a_pipe_held_by_a_program_the_jobs_child_left_running_under_a_subreaper_
     assert verdict["mechanism"] == "unfed-pipe" and verdict["category"] == "subprocess", verdict["summary"]
     process = next(p for p in report["capture"]["processes"] if p["pid"] == job)
     assert process["sid"] == w.pid and process["pgid"] == w.pid
+
+
+@pytest.mark.parametrize("version", ["3.8", "3.13"])
+def test_a_pool_whose_result_handler_died_is_a_result_nobody_delivers_not_a_lost_task(launch, version):
+    # every worker idles as after a lost task, but the parent lacks the thread that hands results
+    # over: it died unpickling the task's exception (the traceback is in the job's output)
+    python = interpreter(version)
+    if python is None:
+        pytest.skip("no CPython %s here" % version)
+    w = launch("pool_result_handler_died.py", settle=1.0,
+               argv=[python, "-u", str(WORKLOADS / "pool_result_handler_died.py")])
+    report = inspect_json(w.pid, "--children", duration=3)
+    verdict = report["verdict"]
+    assert verdict["mechanism"] == "pool-results-undelivered" and verdict["category"] == "locks", verdict["summary"]
+    assert "no attribute 'path'" in verdict["summary"], verdict["summary"]
+    assert "lost-task" not in kinds(report)

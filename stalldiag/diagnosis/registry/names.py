@@ -27,6 +27,7 @@ class M(str, Enum):
     CONNECTION_STALL = "connection-stall"
     LOCK_HELD_AT_FORK = "lock-held-at-fork"
     LOST_TASK = "lost-task"
+    POOL_RESULTS_UNDELIVERED = "pool-results-undelivered"
     LOST_BATCH = "lost-batch"
     WAKER_EXITED = "waker-exited"
     BARRIER_INCOMPLETE = "barrier-incomplete"
