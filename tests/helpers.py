@@ -227,8 +227,6 @@ KNOWN_WRONG = {
     "manager_dict_fine_grained_updates_slow_pool": "first run: cpu, medium (truth: network, slow)",
     "task_queue_nested_blocking_result_all_workers_deadlock": "first run: sleep, medium (truth: locks)",
     # the eleventh round's misses on its first run (docs/validation.md), until each is fixed
-    "pool_initializer_raises_workers_respawn_forever": "first run: locks, medium, making progress (truth: "
-                                                       "subprocess, none: workers die in the initializer, respawned)",
 }
 
 

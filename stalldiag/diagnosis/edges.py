@@ -22,8 +22,8 @@ Edge kinds:
   rank         the rank that is not in the collective (stopped, elsewhere)
   straggler    the rank whose GPU still computes while the others wait in a collective
   compiler     the compiler a compiling thread drives (the compiling thread stays the end)
-  (terminal)   held-at-fork, orphaned, pool-deadlock, lost-task, pool-results-undelivered, lost-batch,
-               missed-task-done: nothing will end the wait
+  (terminal)   held-at-fork, orphaned, pool-deadlock, lost-task, pool-results-undelivered,
+               pool-workers-dying, lost-batch, missed-task-done: nothing will end the wait
 """
 from collections import Counter
 
@@ -392,7 +392,7 @@ def waited_child(g, view):
 def waited_peer(g, view):
     """The process at the other end of the pipe or unix socket a thread waits on."""
     if frame_table.waits_for_pool_result(view.top_stack) and stuck(view):
-        lost = lost_pool_task(g, view)
+        lost = dying_pool_workers(g, view) or lost_pool_task(g, view)
         if lost:
             return [lost]
     if frame_table.pool_manager(view.top_stack) and stuck(view):
@@ -498,6 +498,23 @@ def lost_pool_task(g, view):
             if start - starts[0][0] >= REPLACEMENT_GAP_S * tick]
     return Edge(view, None, M.LOST_TASK, findings=[Finding.about(M.LOST_TASK, view, waiter=view, workers=len(workers),
                                                                  replacements=late)])
+
+
+DYING_WORKERS = 2    # pool workers of the waiting process that exited in the window, each with a traceback
+
+
+def dying_pool_workers(g, view):
+    """A wait for a multiprocessing.Pool result while the pool's workers exit one after another,
+    the job's output showing a pool worker's traceback: each dies before it finishes a task (in
+    the pool's initializer, at an import) and the pool starts another, for ever.  (A pool with
+    maxtasksperchild replaces workers too, but they exit cleanly, with no traceback.)"""
+    from .polls import PROCESS_DIED, died_threads
+    exited = [p for p in g.proc_list if p.ppid == view.pid and p.exited_at is not None]
+    died = [(name, error) for name, error in died_threads(g, view.pid, PROCESS_DIED) if "PoolWorker" in name]
+    if len(exited) < DYING_WORKERS or not died:
+        return None
+    return Edge(view, None, M.POOL_WORKERS_DYING, findings=[Finding.about(
+        M.POOL_WORKERS_DYING, view, waiter=view, exited=len(exited), worker=died[-1][0], error=died[-1][1])])
 
 
 def results_handler_gone(g, pid):

@@ -79,6 +79,7 @@ EDGE_WORDS = {
     "held-at-fork": ("a lock held at fork, which nobody will release", None, None),
     M.LOST_TASK: ("a pool task that was lost", None, None),
     M.POOL_RESULTS_UNDELIVERED: ("a pool result nobody is left to deliver", None, None),
+    M.POOL_WORKERS_DYING: ("pool workers that die before they finish a task", None, None),
     M.LOST_BATCH: ("a DataLoader batch that was lost", None, None),
     M.ORPHANED_WAIT: ("a wake-up nobody is left to give", None, None),
     M.PEER_NOT_SERVING: ("a peer holding the socket, serving nothing", None, None),

@@ -153,6 +153,13 @@ def pool_results_undelivered(g, waiter, workers, error):
                 " (the job's output shows it died on %s)" % error if error else "", workers))
 
 
+def pool_workers_dying(g, waiter, exited, worker, error):
+    return ("%s waits for a multiprocessing.Pool result at %s, but the pool's workers die one after another: %d "
+            "exited in the window, each replaced by the pool, and the job's output shows %s died on %s. A worker "
+            "that dies before it finishes a task (in the pool's initializer, at an import) is replaced for ever, "
+            "and no result comes" % (waiter.label, frame_text(waiter.user_frame()) or "?", exited, worker, error))
+
+
 def lost_batch(g, waiter, workers, error):
     why = ("; the job's output shows a worker's queue feeder failed to send one: %s" % error if error else
            ". A worker drops a batch it cannot send (its queue feeder fails: too many open files to pass its "

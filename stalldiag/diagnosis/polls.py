@@ -54,16 +54,20 @@ def child_exited(g, view):
 # Python's threading.excepthook: "Exception in thread NAME:" (3.10+: "NAME (target)"), then the
 # traceback, then the exception's own line, unindented
 THREAD_DIED = re.compile(r"^Exception in thread (.+?):\s*$")
+# multiprocessing's bootstrap writes "Process ForkPoolWorker-3:" above the traceback of a process
+# whose target raised
+PROCESS_DIED = re.compile(r"^Process (\S+):\s*$")
 EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(: .*)?$")
 WAITING_KINDS = POLL_KINDS + ("event", "condition", "queue-get", "future", "semaphore", "lock", "cpu")
 
 
-def died_threads(g, pid):
-    """[(thread name, the exception's line)] of threads the process's output says died."""
+def died_threads(g, pid, header=THREAD_DIED):
+    """[(thread name, the exception's line)] of threads the process's output says died (with
+    header=PROCESS_DIED: of multiprocessing processes, whose output is the job's)."""
     from .retry import output_lines
     found, current = [], None
     for line in output_lines(g, pid):
-        match = THREAD_DIED.match(line)
+        match = header.match(line)
         if match:
             current = [match.group(1).split(" (")[0], None]
             found.append(current)

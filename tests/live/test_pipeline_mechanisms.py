@@ -195,3 +195,24 @@ def test_a_pool_whose_result_handler_died_is_a_result_nobody_delivers_not_a_lost
     assert verdict["mechanism"] == "pool-results-undelivered" and verdict["category"] == "locks", verdict["summary"]
     assert "no attribute 'path'" in verdict["summary"], verdict["summary"]
     assert "lost-task" not in kinds(report)
+
+
+@pytest.mark.parametrize("version", ["3.9", "3.12"])
+def test_a_pool_whose_workers_die_in_its_initializer_is_the_child_program(launch, version):
+    python = interpreter(version)
+    if python is None:
+        pytest.skip("no CPython %s here" % version)
+    w = launch("pool_initializer_fails.py", settle=1.0,
+               argv=[python, "-u", str(WORKLOADS / "pool_initializer_fails.py")])
+    report = inspect_json(w.pid, "--children", duration=4)
+    verdict = report["verdict"]
+    assert verdict["mechanism"] == "pool-workers-dying" and verdict["category"] == "subprocess", verdict["summary"]
+    assert "FileNotFoundError" in verdict["summary"] and verdict["progress"]["state"] == "no progress seen"
+
+
+def test_a_pool_that_replaces_each_worker_after_a_task_is_not_dying(launch):
+    # maxtasksperchild=1: workers exit one after another, cleanly, while tasks complete
+    w = launch("pool_initializer_fails.py", "recycle", settle=1.0)
+    report = inspect_json(w.pid, "--children", duration=4)
+    assert "pool-workers-dying" not in kinds(report), report["verdict"]["summary"]
+    assert report["verdict"]["progress"]["state"] != "no progress seen", report["verdict"]["progress"]

@@ -28,6 +28,7 @@ class M(str, Enum):
     LOCK_HELD_AT_FORK = "lock-held-at-fork"
     LOST_TASK = "lost-task"
     POOL_RESULTS_UNDELIVERED = "pool-results-undelivered"
+    POOL_WORKERS_DYING = "pool-workers-dying"
     LOST_BATCH = "lost-batch"
     WAKER_EXITED = "waker-exited"
     BARRIER_INCOMPLETE = "barrier-incomplete"

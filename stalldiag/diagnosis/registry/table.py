@@ -140,6 +140,8 @@ _DECIDING = (
     # parent, nothing to do with the workers, which are idle
     _decides(M.POOL_RESULTS_UNDELIVERED, found.from_walk(M.POOL_RESULTS_UNDELIVERED), say.pool_results_undelivered,
              category="locks", rests_on="inferred", blocks_progress=True, leads_summary=True),
+    _decides(M.POOL_WORKERS_DYING, found.from_walk(M.POOL_WORKERS_DYING), say.pool_workers_dying,
+             category="subprocess", rests_on="inferred", blocks_progress=True, leads_summary=True),
     _decides(M.LOST_BATCH, found.from_walk(M.LOST_BATCH), say.lost_batch, category="subprocess",
              rests_on="closed", blocks_progress=True, leads_summary=True),
     # a wait on a queue, lock or event whose only waker was a process that exited: two blind writers
