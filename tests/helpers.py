@@ -230,8 +230,6 @@ KNOWN_WRONG = {
     "multicore_experiment_pool_worker_oom_killed_hang": "first run: subprocess, high, a lost task (truth: locks)",
     "whisper_ffmpeg_background_job_sigttou_stopped": "first run: subprocess, high, a stopped process (truth: io: "
                                                      "SIGTTOU from its terminal)",
-    "returnn_atexit_waitpid_worker_queue_feeder_join_hang": "first run: io, high, the undrained pipe (truth: "
-                                                            "subprocess: the parent waits on the child)",
     "trainer_group_by_length_silent_length_scan_slow_storage": "first run: sleep, medium, no progress seen (truth: "
                                                                "io, some: a slow stand-in server over a pipe)",
 }

@@ -7,7 +7,8 @@ where the row's own category stands.
                  parent reading its child's output while the child reads input only the parent
                  can close
   undrained      a pipe the focus does not read while it waits on the child writing it (or the
-                 child's descendants): to exit (Popen.wait() with stdout=PIPE, Process.join()
+                 child's descendants), or one the child's own process holds and never reads (its
+                 queue's feeder flushing at its exit): to exit (Popen.wait() with stdout=PIPE, Process.join()
                  before its Queue is drained), or to answer on another pipe or a socket (a client
                  of the server it started, whose log it never reads); a server that serves
                  instead of reading its child's pipe does not wait on that child
@@ -39,8 +40,11 @@ def undrained(g, walk, finding):
     if not _starts_at_own_child(g, walk):
         return None
     reader, writer = finding.facts.get("reader"), finding.facts.get("writer")
+    # the pipe is the focus's to read, or the child's own (a queue the child made, its feeder
+    # flushing at the child's exit with nobody left to read it)
+    unread_by = reader is walk.chain[0] or (reader is not None and writer is not None and reader.pid == writer.pid)
     waits_on_writer = (walk.into[1] is not None and walk.into[1].kind in ("child", "peer")
-                       and _waits_on(g, walk.chain[0], walk.chain[1].pid) and reader is walk.chain[0]
+                       and _waits_on(g, walk.chain[0], walk.chain[1].pid) and unread_by
                        and writer is not None and writer in walk.chain[1:])
     return SUBPROCESS if waits_on_writer else None
 

@@ -216,3 +216,18 @@ def test_a_pool_that_replaces_each_worker_after_a_task_is_not_dying(launch):
     report = inspect_json(w.pid, "--children", duration=4)
     assert "pool-workers-dying" not in kinds(report), report["verdict"]["summary"]
     assert report["verdict"]["progress"]["state"] != "no progress seen", report["verdict"]["progress"]
+
+
+@pytest.mark.parametrize("version", ["3.9", "3.13"])
+def test_a_parent_joining_a_child_whose_own_queue_feeder_cannot_flush_waits_on_the_child(launch, version):
+    # (3.8's worker does not join its feeder at exit: it exits)
+    python = interpreter(version)
+    if python is None:
+        pytest.skip("no CPython %s here" % version)
+    w = launch("child_queue_feeder_unread_at_exit.py", settle=1.0,
+               argv=[python, "-u", str(WORKLOADS / "child_queue_feeder_unread_at_exit.py")])
+    report = inspect_json(w.pid, "--children", duration=3)
+    verdict = report["verdict"]
+    # the first wait is the parent's on its child: subprocess, the pipe (io) named as the alternative
+    assert verdict["mechanism"] == "undrained-pipe" and verdict["category"] == "subprocess", verdict["summary"]
+    assert verdict["confidence"] == "medium" and any(a.startswith("io:") for a in verdict["alternatives"])
