@@ -231,3 +231,16 @@ def test_a_parent_joining_a_child_whose_own_queue_feeder_cannot_flush_waits_on_t
     # the first wait is the parent's on its child: subprocess, the pipe (io) named as the alternative
     assert verdict["mechanism"] == "undrained-pipe" and verdict["category"] == "subprocess", verdict["summary"]
     assert verdict["confidence"] == "medium" and any(a.startswith("io:") for a in verdict["alternatives"])
+
+
+def test_a_background_job_stopped_by_its_terminal_is_terminal_io(launch, tmp_path):
+    # its child program changes the terminal's settings from a background process group: SIGTTOU
+    # stops the group (the job's group dies with the terminal when the launcher is killed)
+    pid_file = tmp_path / "job.pid"
+    launch("background_job_stopped_by_terminal.py", pid_file, settle=0.5)
+    job = int(pid_file.read_text())
+    report = inspect_json(job, "--children", duration=2)
+    verdict = report["verdict"]
+    assert verdict["mechanism"] == "terminal-stop" and verdict["category"] == "io", verdict["summary"]
+    assert "ioctl on /dev/pts/" in verdict["summary"] and "SIGTTOU" in verdict["summary"], verdict["summary"]
+    assert verdict["confidence"] == "high" and verdict["progress"]["state"] == "no progress seen"

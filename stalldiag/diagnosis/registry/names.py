@@ -24,6 +24,7 @@ class M(str, Enum):
     TERMINAL_INPUT = "terminal-input"
     PROMPT = "unanswered-prompt"
     HALTED = "culprit-halted"
+    TERMINAL_STOP = "terminal-stop"
     CONNECTION_STALL = "connection-stall"
     LOCK_HELD_AT_FORK = "lock-held-at-fork"
     LOST_TASK = "lost-task"

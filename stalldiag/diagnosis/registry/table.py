@@ -56,6 +56,7 @@ from .. import polls
 from .. import resources
 from .. import settings
 from .. import summaries
+from .. import terminal
 from .names import M
 
 
@@ -129,6 +130,10 @@ _DECIDING = (
              headline=summaries.terminal_headline, root_only=True),
     _summary(M.PROMPT, found.on_scene(summaries.prompt), summaries.prompt_text, headline=summaries.prompt_headline,
              root_only=True),
+    # a stopped job whose group's thread is caught in a call on its terminal: job control stopped it
+    # for that call (a kernel fact), whatever the stopped threads were doing
+    _decides(M.TERMINAL_STOP, found.on_scene(terminal.stopped_by_terminal), terminal.text, category="io",
+             rests_on="closed", blocks_progress=True, leads_summary=True, headline=summaries.capitalized),
     _summary(M.HALTED, found.on_scene(summaries.halted), summaries.halted_text),
     _decides(M.CONNECTION_STALL, found.from_walk(M.CONNECTION_STALL), say.cycle, category="network",
              rests_on="closed", blocks_progress=True),
