@@ -228,8 +228,6 @@ KNOWN_WRONG = {
     "task_queue_nested_blocking_result_all_workers_deadlock": "first run: sleep, medium (truth: locks)",
     # the eleventh round's misses on its first run (docs/validation.md), until each is fixed
     "multicore_experiment_pool_worker_oom_killed_hang": "first run: subprocess, high, a lost task (truth: locks)",
-    "trainer_group_by_length_silent_length_scan_slow_storage": "first run: sleep, medium, no progress seen (truth: "
-                                                               "io, some: a slow stand-in server over a pipe)",
 }
 
 

@@ -26,7 +26,7 @@ from .registry import table
 from . import kinds
 from .kinds import CATEGORIES, SUMMARY  # noqa: F401  (the category table's names: declared with the kinds)
 from .hot import busy_waits_on_children
-from .motion import runaway
+from .motion import runaway, streams_in
 from .views import is_lock_file
 from .registry.names import M
 
@@ -60,6 +60,8 @@ def root_kind(d, view):
         return "lock"
     if not wait and d.retry(view):
         return "retry"
+    if streams_in(view, d.procs.get(view.pid)):
+        return "pipe-stream"
     if view.kind == "cpu" and busy_waits_on_children(view):
         return "child-poll"
     if view.kind == "cpu" and _gpu_saturated(d, view):

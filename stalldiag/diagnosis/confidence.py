@@ -295,6 +295,7 @@ def _idle_by_design(scene, decision, progress, c):
 
 
 ONLY = {"cpu": "computes", "sleep": "sleeps", "poll": "polls",
+        "pipe-stream": "reads a pipe whose data comes in at its writer's pace",
         "child-poll": "asks in a loop whether its children exited"}
 
 
@@ -303,6 +304,8 @@ def _weak_root_alternatives(root):
         return ["a long computation that will finish", "a loop that spins and never will"]
     if root == "child-poll":
         return ["children that work and will exit", "a child that hangs or waits and never will"]
+    if root == "pipe-stream":
+        return ["a source slow by design (a rate-limited stream)", "storage or a network the writer stands for"]
     if root in ("sleep", "poll", "retry"):
         return ["a thread idle by design (a timer, a poll loop) while the real wait is elsewhere",
                 "a back-off loop around a call that fails"]

@@ -33,7 +33,7 @@ from .views import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, acceptin
                     in_file_lock, library_only, stuck_handler, waited_targets)
 from .locks import (futex_word, held_in_window, held_locks, holds_same, lock_intent, self_held,
                     shared_futex)
-from .motion import STUCK_SHARE, stuck
+from .motion import STUCK_SHARE, streams_in, stuck
 from .objects import not_read as object_not_read, unending
 from .polls import feeder_failed
 from . import kinds
@@ -46,6 +46,11 @@ def find(g, view):
     """Edges out of view, most likely waker first ([] when the graph knows none)."""
     finder = FINDERS.get(view.kind)
     edges = list(finder(g, view)) if finder else []
+    if edges and streams_in(view, g.procs.get(view.pid)) and all(
+            e.waker is not None and e.waker.kind in ("sleep", "poll") for e in edges):
+        # the writer paces a stream the reader consumes: the reader's input is slow, and it ends
+        # the chain (a writer that computes is followed: the input waits on its work)
+        return []
     if not any(e.terminal for e in edges) and not g.halted(view):
         edges += rank_fallback(g, view)
     return edges

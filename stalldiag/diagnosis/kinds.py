@@ -81,6 +81,10 @@ KINDS = (
     _k("ipc", "locks", False, rank=2, asleep=True, doing="waiting for a message from another process",
        band="network"),
     _k("pipe", "unknown", False, rank=2, asleep=True, doing="blocked on a pipe", band="network"),
+    # a root reading a pipe whose data comes on, at a pace its writer (sleeping between writes) sets:
+    # slow input; weak (the source may be slow by design, or be a stand-in for storage or the network)
+    _k("pipe-stream", "io", False, chain_only=True,
+       doing="reading a pipe whose data comes in slowly, at its writer's pace"),
     _k("dataloader", "unknown", False, rank=2),
     _k("collective", "collective", False, rank=1),
     _k("rendezvous", "collective", False, rank=1),

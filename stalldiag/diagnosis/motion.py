@@ -153,6 +153,18 @@ def _in_one_function(view):
         (view.thread.ctx or {}).get("voluntary") or 0) <= 1
 
 
+STREAM_BYTES = 256 * 1024   # bytes a process read in the window, in ...
+STREAM_READS = 20           # ... at least this many read calls: data streams in
+
+
+def streams_in(view, proc):
+    """A thread waiting to read a pipe whose process reads on, call after call: it consumes a
+    stream at its writer's pace (a slow source, a server answering request after request), not
+    one read that never returns."""
+    io = (proc.io or {}) if proc is not None else {}
+    return view.kind == "pipe" and io.get("rchar", 0) >= STREAM_BYTES and io.get("syscr", 0) >= STREAM_READS
+
+
 def _silent(proc):
     """Its process made no read or write syscall in the window and wrote no file."""
     if proc is None:

@@ -20,6 +20,7 @@ from dataclasses import field
 from typing import List
 
 from ..records import typed_record
+from .motion import streams_in
 from .motion import (STUCK_SHARE, _by_fd, _in_one_function, _silent, _user_line, file_changes, frozen_stack,  # noqa: F401
                      in_one_function, runaway, spins, stuck)
 from .types import Process
@@ -182,7 +183,11 @@ def assess(window, procs, views, gpus, halted=(), output=None):
                 label, len(opened), ", ".join(os.path.basename(o["target"] or "?") for o in opened[:4])))
         if duration and io.get("wchar", 0) > 0 and not written and not recent:
             evidence.append("%s wrote %d bytes in %d write calls" % (label, io["wchar"], io.get("syscw", 0)))
-        if duration and proc.pid in storage_pids and not read and not written \
+        if duration and any(streams_in(v, proc) for v in views if v.pid == proc.pid):
+            # a thread of it waits to read a pipe and the reads go through, call after call
+            progress = True
+            sign("%s read %d bytes in %d read calls while waiting on a pipe" % (label, io["rchar"], io["syscr"]))
+        elif duration and proc.pid in storage_pids and not read and not written \
                 and io.get("rchar", 0) >= STORAGE_WORK_BYTES and io.get("syscr", 0) >= 2:
             # a thread of it waits on a file in read() and the reads go through, one after another
             # (a FIFO or a slow mount, where no offset moves): its data advances, slowly

@@ -244,3 +244,20 @@ def test_a_background_job_stopped_by_its_terminal_is_terminal_io(launch, tmp_pat
     assert verdict["mechanism"] == "terminal-stop" and verdict["category"] == "io", verdict["summary"]
     assert "ioctl on /dev/pts/" in verdict["summary"] and "SIGTTOU" in verdict["summary"], verdict["summary"]
     assert verdict["confidence"] == "high" and verdict["progress"]["state"] == "no progress seen"
+
+
+def test_a_scan_reading_a_slow_source_over_a_pipe_is_slow_input_that_advances(launch):
+    # the child sleeps between answers: the reader's input is slow, not the child's sleep
+    w = launch("slow_source_over_pipe.py", settle=0.5)
+    report = inspect_json(w.pid, "--children", duration=3)
+    verdict = report["verdict"]
+    assert verdict["category"] == "io" and verdict["pid"] == w.pid, verdict["summary"]
+    assert verdict["progress"]["state"] == "making progress", verdict["progress"]
+    assert verdict["confidence"] == "medium", verdict.get("confidence_rests_on")
+
+
+def test_a_scan_reading_a_source_that_computes_each_answer_waits_on_its_work(launch):
+    w = launch("slow_source_over_pipe.py", "compute", settle=0.5)
+    report = inspect_json(w.pid, "--children", duration=3)
+    verdict = report["verdict"]
+    assert verdict["category"] == "cpu" and verdict["pid"] != w.pid, verdict["summary"]
