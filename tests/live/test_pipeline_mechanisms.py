@@ -15,6 +15,14 @@ except ImportError:
     HAVE_TORCH = False
 
 
+def launch_under(launch, version, script):
+    """The workload run by that CPython (skipped where pyenv has none)."""
+    python = interpreter(version)
+    if python is None:
+        pytest.skip("no CPython %s here" % version)
+    return launch(script, settle=1.0, argv=[python, "-u", str(WORKLOADS / script)])
+
+
 def kinds(report):
     return {f["kind"] for f in report["findings"]}
 
@@ -44,11 +52,7 @@ def test_a_thread_waiting_to_print_behind_a_writer_on_a_full_pipe_is_the_pipe(la
 
 @pytest.mark.parametrize("version", ["3.8", "3.13"])
 def test_a_queue_feeder_joined_at_exit_with_nobody_reading_is_the_undrained_pipe(launch, version):
-    python = interpreter(version)
-    if python is None:
-        pytest.skip("no CPython %s here" % version)
-    w = launch("queue_feeder_unread_at_exit.py", settle=1.0,
-               argv=[python, "-u", str(WORKLOADS / "queue_feeder_unread_at_exit.py")])
+    w = launch_under(launch, version, "queue_feeder_unread_at_exit.py")
     report = inspect_json(w.pid, duration=3)
     verdict = report["verdict"]
     assert verdict["category"] == "io" and verdict["confidence"] == "high", verdict["summary"]
@@ -185,11 +189,7 @@ def test_a_pipe_held_by_a_program_the_jobs_child_left_running_under_a_subreaper_
 def test_a_pool_whose_result_handler_died_is_a_result_nobody_delivers_not_a_lost_task(launch, version):
     # every worker idles as after a lost task, but the parent lacks the thread that hands results
     # over: it died unpickling the task's exception (the traceback is in the job's output)
-    python = interpreter(version)
-    if python is None:
-        pytest.skip("no CPython %s here" % version)
-    w = launch("pool_result_handler_died.py", settle=1.0,
-               argv=[python, "-u", str(WORKLOADS / "pool_result_handler_died.py")])
+    w = launch_under(launch, version, "pool_result_handler_died.py")
     report = inspect_json(w.pid, "--children", duration=3)
     verdict = report["verdict"]
     assert verdict["mechanism"] == "pool-results-undelivered" and verdict["category"] == "locks", verdict["summary"]
@@ -199,11 +199,7 @@ def test_a_pool_whose_result_handler_died_is_a_result_nobody_delivers_not_a_lost
 
 @pytest.mark.parametrize("version", ["3.9", "3.12"])
 def test_a_pool_whose_workers_die_in_its_initializer_is_the_child_program(launch, version):
-    python = interpreter(version)
-    if python is None:
-        pytest.skip("no CPython %s here" % version)
-    w = launch("pool_initializer_fails.py", settle=1.0,
-               argv=[python, "-u", str(WORKLOADS / "pool_initializer_fails.py")])
+    w = launch_under(launch, version, "pool_initializer_fails.py")
     report = inspect_json(w.pid, "--children", duration=4)
     verdict = report["verdict"]
     assert verdict["mechanism"] == "pool-workers-dying" and verdict["category"] == "subprocess", verdict["summary"]
@@ -221,11 +217,7 @@ def test_a_pool_that_replaces_each_worker_after_a_task_is_not_dying(launch):
 @pytest.mark.parametrize("version", ["3.9", "3.13"])
 def test_a_parent_joining_a_child_whose_own_queue_feeder_cannot_flush_waits_on_the_child(launch, version):
     # (3.8's worker does not join its feeder at exit: it exits)
-    python = interpreter(version)
-    if python is None:
-        pytest.skip("no CPython %s here" % version)
-    w = launch("child_queue_feeder_unread_at_exit.py", settle=1.0,
-               argv=[python, "-u", str(WORKLOADS / "child_queue_feeder_unread_at_exit.py")])
+    w = launch_under(launch, version, "child_queue_feeder_unread_at_exit.py")
     report = inspect_json(w.pid, "--children", duration=3)
     verdict = report["verdict"]
     # the first wait is the parent's on its child: subprocess, the pipe (io) named as the alternative
