@@ -120,6 +120,13 @@ def _basis(scene, findings, decision, c):
             c.alternatives.append("%s: %s" % (other, SUMMARY[other]))
     elif basis == "halted":
         text = "the kernel's state of the culprit (%s)" % g.halt_state(culprit).condition
+        if culprit.pid == scene.focus.pid and g.halt_state(culprit).condition == "stopped":
+            # the job itself is stopped, and nothing says by whom or why (a terminal's job control
+            # is its own row): what the stop stands for is not a category the state shows
+            c.cap("medium", "the job itself is stopped, by a signal nothing here names")
+            c.unknown.append("who stopped the job, and why (kill -STOP, Ctrl-Z, a debugger, a supervisor)")
+            c.alternatives.append("a job paused on purpose, to be continued (SIGCONT)")
+            c.settle.append("the job's launcher or supervisor: what sent the stop")
     elif basis == "root":
         text = "the culprit's own wait (%s), which explains itself" % root
         if root in WAITS_ON_A_THREAD and not _named_waker(g, culprit):

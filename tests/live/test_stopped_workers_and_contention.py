@@ -186,3 +186,16 @@ def test_training_loop_on_an_oversubscribed_machine_is_named_cpu_contention(laun
     words = re.sub(r"'[^']*'", "PATH", words)
     assert re.search(r"(waiting for a CPU|wait(s|ing)? for (a )?CPU|run ?queue|oversubscri|contention|runnable)",
                      words, re.I), verdict["summary"]
+
+
+def test_a_job_that_is_itself_stopped_is_not_said_at_high(launch):
+    # nothing in the job waits on the stopped process: it is the job, and who stopped it (kill
+    # -STOP, Ctrl-Z, a debugger) is not seen
+    w = launch("sleep_loop.py")
+    stop(w.pid)
+    try:
+        verdict = inspect_json(w.pid, duration=2)["verdict"]
+    finally:
+        os.kill(w.pid, signal.SIGCONT)
+    assert "stopped by a signal" in verdict["summary"], verdict["summary"]
+    assert verdict["confidence"] == "medium" and any("who stopped the job" in u for u in verdict["unknown"]), verdict
