@@ -75,11 +75,11 @@ def _quiet(row):
     return row["truth"].get("progress") == "none" and row["truth"]["blocked_on"] not in ("cpu", "compilation")
 
 
-# The blind rounds of 2026-12-04 and 2026-12-07 (rm ... ru: 6 of them GPU) ran live for their
+# The blind rounds of 2026-12-04 and 2026-12-07 (rm ... rw: 6 of them GPU) ran live for their
 # first-run tables (docs/validation.md) and are replayed from those captures in every run
 # (tests/replay/test_reproduced_hangs_replay.py); live again only with STALLDIAG_LIVE_ROUNDS=all,
 # which adds about 25 minutes to the live layer and would take CI past its 40.
-LATEST_ROUNDS = ("rm", "rn", "ro", "rp", "rq", "rr", "rs", "rt", "ru")
+LATEST_ROUNDS = ("rm", "rn", "ro", "rp", "rq", "rr", "rs", "rt", "ru", "rv", "rw")
 LIVE_ALL = os.environ.get("STALLDIAG_LIVE_ROUNDS") == "all"
 
 
