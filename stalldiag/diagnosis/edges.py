@@ -396,6 +396,14 @@ def waited_child(g, view):
 
 def waited_peer(g, view):
     """The process at the other end of the pipe or unix socket a thread waits on."""
+    if frame_table.waits_for_pool_result(view.top_stack):
+        # a multiprocessing.pool.ThreadPool: its workers are threads of this process, and the
+        # result comes from the ones running a task
+        workers = [v for v in g.by_pid.get(view.pid, []) if v is not view
+                   and frame_table.runs(v.top_stack, frame_table.PROCESS_POOL_WORKER)]
+        if workers:
+            return [Edge(view, v, "sibling", {"doing": v.kind}, guess=True) for v in workers
+                    if not frame_table.idle_thread_pool_task_worker(v.top_stack)]
     if frame_table.waits_for_pool_result(view.top_stack) and stuck(view):
         lost = dying_pool_workers(g, view) or lost_pool_task(g, view)
         if lost:

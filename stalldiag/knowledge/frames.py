@@ -140,6 +140,12 @@ def idle_pool_worker(stack, loop=PROCESS_POOL_WORKER):
     return False
 
 
+def idle_thread_pool_task_worker(stack):
+    """A multiprocessing.pool.ThreadPool worker waiting for its next task: as a process pool's, or
+    its loop the innermost Python frame (its task queue is a queue.SimpleQueue, whose get is C)."""
+    return idle_pool_worker(stack) or bool(stack) and _matches(stack[0], PROCESS_POOL_WORKER)
+
+
 def runs(stack, row):
     """A thread whose stack has a frame of that (file, function) row."""
     return any(_matches(frame, row) for frame in stack or [])

@@ -253,3 +253,14 @@ def test_a_scan_reading_a_source_that_computes_each_answer_waits_on_its_work(lau
     report = inspect_json(w.pid, "--children", duration=3)
     verdict = report["verdict"]
     assert verdict["category"] == "cpu" and verdict["pid"] != w.pid, verdict["summary"]
+
+
+@pytest.mark.parametrize("version", ["3.8", "3.12"])
+def test_a_thread_pool_result_waits_on_the_worker_thread_running_its_task(launch, version):
+    # multiprocessing.pool.ThreadPool: the result comes from a worker thread of the same process,
+    # the one blocked reading a silent server, not from another process
+    w = launch_under(launch, version, "threadpool_imap_worker_stalled_on_socket.py")
+    report = inspect_json(w.pid, "--children", duration=3)
+    verdict = report["verdict"]
+    assert verdict["category"] == "network" and verdict["pid"] == w.pid, verdict["summary"]
+    assert "at fetch" in verdict["summary"] and verdict["tid"] != w.pid, verdict["summary"]
