@@ -35,7 +35,7 @@ from .locks import (futex_word, held_in_window, held_locks, holds_same, lock_int
                     shared_futex)
 from .motion import STUCK_SHARE, streams_in, stuck
 from .objects import not_read as object_not_read, unending
-from .polls import feeder_failed
+from .polls import PROCESS_DIED, died_threads, feeder_failed
 from . import kinds
 from .threads import THREAD_WAIT_KINDS
 from .types import Edge, Finding
@@ -404,8 +404,7 @@ def waited_peer(g, view):
         if workers:
             return [Edge(view, v, "sibling", {"doing": v.kind}, guess=True) for v in workers
                     if not frame_table.idle_thread_pool_task_worker(v.top_stack)]
-    if frame_table.waits_for_pool_result(view.top_stack) and stuck(view):
-        lost = dying_pool_workers(g, view) or lost_pool_task(g, view)
+        lost = (dying_pool_workers(g, view) or lost_pool_task(g, view)) if stuck(view) else None
         if lost:
             return [lost]
     if frame_table.pool_manager(view.top_stack) and stuck(view):
@@ -501,7 +500,6 @@ def lost_pool_task(g, view):
         return None
     if results_handler_gone(g, view.pid):
         # the task's result came back, and no thread is left to hand it over
-        from .polls import died_threads
         died = died_threads(g, view.pid)
         return Edge(view, None, M.POOL_RESULTS_UNDELIVERED, findings=[Finding.about(
             M.POOL_RESULTS_UNDELIVERED, view, waiter=view, workers=len(workers), error=died[-1][1] if died else None)])
@@ -521,8 +519,7 @@ def dying_pool_workers(g, view):
     the job's output showing a pool worker's traceback: each dies before it finishes a task (in
     the pool's initializer, at an import) and the pool starts another, for ever.  (A pool with
     maxtasksperchild replaces workers too, but they exit cleanly, with no traceback.)"""
-    from .polls import PROCESS_DIED, died_threads
-    exited = [p for p in g.proc_list if p.ppid == view.pid and p.exited_at is not None]
+    exited = g.exited_children(view.pid)
     died = [(name, error) for name, error in died_threads(g, view.pid, PROCESS_DIED) if "PoolWorker" in name]
     if len(exited) < DYING_WORKERS or not died:
         return None
@@ -535,7 +532,7 @@ def results_handler_gone(g, pid):
     thread: the one that completes each waiting result ended (an exception unpickling a worker's
     result kills it), and no result reaches its caller again.  Only where every thread's stack was
     read."""
-    threads = [v for v in g.views if v.pid == pid]
+    threads = g.by_pid.get(pid, [])
     if not threads or any(not v.top_stack for v in threads):
         return False
     return any(frame_table.runs(v.top_stack, frame_table.POOL_WORKER_HANDLER) for v in threads) and not any(

@@ -20,9 +20,8 @@ from dataclasses import field
 from typing import List
 
 from ..records import typed_record
-from .motion import streams_in
 from .motion import (STUCK_SHARE, _by_fd, _in_one_function, _silent, _user_line, file_changes, frozen_stack,  # noqa: F401
-                     in_one_function, runaway, spins, stuck)
+                     in_one_function, runaway, spins, streams_in, stuck)
 from .types import Process
 from .text import clip_items
 

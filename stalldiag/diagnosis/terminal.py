@@ -33,7 +33,7 @@ def stopped_by_terminal(scene):
 
 def _stopped_in(view):
     """The syscall a stopped thread was caught in, most samples (its activity says only "stopped")."""
-    calls = Counter(sample[2] for sample in view.thread.samples if len(sample) > 2 and sample[2])
+    calls = Counter({call: n for (state, call), n in view.state_syscalls.items() if state == "T" and call})
     return calls.most_common(1)[0][0] if calls else None
 
 
