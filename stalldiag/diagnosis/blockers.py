@@ -12,6 +12,13 @@ def progress_of(scene, findings):
     g = scene.g
     halted = blockers(scene, findings)
     found = assess(g.window, g.proc_list, g.views, g.gpus, halted, g.output)
+    proc = g.procs.get(scene.focus.pid) if scene.focus is not None else None
+    if proc is not None and proc.exited_at is not None and not halted and found["state"] == "no progress seen":
+        # the run ended inside the window: no sign of progress before is not a stall
+        evidence = ["pid %d exited with %s %.1f s into the window: the run ended; its output says whether it "
+                    "finished its work" % (proc.pid, proc.exit_status or "an unknown status", proc.exited_at)] \
+            + found["evidence"]
+        return Progress("cannot tell", evidence, clip_items(evidence, 300))
     ending = None if halted or found["state"] != "no progress seen" else sleep_that_ends(scene.root)
     if ending:
         # the window fell inside one sleep of the culprit: what it does when the sleep ends (a

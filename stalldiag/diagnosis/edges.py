@@ -30,7 +30,8 @@ from collections import Counter
 from ..knowledge import frames as frame_table
 from ..knowledge.frames import LOCK_WITH
 from .views import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, accepting, co_waiter, idle_helper,
-                    in_file_lock, library_only, stuck_handler, waited_targets)
+                    in_file_lock, library_only, stuck_handler, waited_targets, waits_by_design)
+from ..knowledge.roles import dispatch_wait, runs_user_code
 from .locks import (futex_word, held_in_window, held_locks, holds_same, lock_intent, self_held,
                     shared_futex)
 from .motion import STUCK_SHARE, streams_in, stuck
@@ -127,8 +128,11 @@ def waited_thread(g, view):
     missed = missed_task_done(g, view)
     if missed:
         return edges + [missed]
-    others = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.n_samples and not idle_helper(v)
-              and not accepting(v)]
+    # (a framework's thread that waits for work by design, an event loop, a watcher, a feeder,
+    # is not the one that will end this wait: it ends where the work is, work_in_flight)
+    # (a pool's manager with no worker left says so: its wait is known to end nowhere)
+    others = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.n_samples and (
+        not waits_by_design(v) or frame_table.pool_manager(v.top_stack) and stuck(v) and empty_pool(g, v) is not None)]
     co = [v for v in others if co_waiter(v, view)]
     others = [v for v in others if v not in co]
     # a thread in a timed wait on another thread (a timer, tqdm's monitor) is not busy: it sleeps
@@ -441,7 +445,8 @@ def waited_peer(g, view):
     threads = [t for t in threads if t is not None]
     threads.sort(key=lambda v: (g.halted(v), g.weight(v), peers[v.pid]), reverse=True)
     # peers: how many processes could be the other end (a cycle needs the only one)
-    return [Edge(view, t, "peer", {"via": "pipe", "peers": len(threads)}, process=True) for t in threads]
+    edges = [Edge(view, t, "peer", {"via": "pipe", "peers": len(threads)}, process=True) for t in threads]
+    return past_idle_servers(g, view, edges)
 
 
 def unfed_pipe(g, view):
@@ -485,7 +490,38 @@ def tcp_peer(g, view):
                 # it holds the other end, but nothing of it reads or works: it does not answer
                 said = Finding.about(M.PEER_NOT_SERVING, view, waiter=view, target=target, peer=pid, peer_thread=thread)
                 out.append(Edge(view, None, M.PEER_NOT_SERVING, {"target": target, "peer": pid}, findings=[said]))
-    return out
+    return past_idle_servers(g, view, out)
+
+
+def past_idle_servers(g, view, edges):
+    """Edges to a server's thread that waits for work by design (an event loop, a listener, a
+    manager's server) lead on to the work in flight: the thread of the job that runs the task the
+    request became.  An idle server is never the end of a wait while a task is running somewhere;
+    where none is, the edges stay as they are."""
+    if not edges or not dispatch_wait(view.top_stack) or \
+            not any(e.waker is not None and waits_by_design(e.waker) for e in edges):
+        return edges
+    tasks = work_in_flight(g, view)
+    if not tasks:
+        return edges
+    return [e for e in edges if e.waker is not None and not waits_by_design(e.waker)] + tasks
+
+
+def work_in_flight(g, view):
+    """The threads of the job that run a task: the user's own code, inside a framework's frames
+    (a Dask worker's executor thread, a pool worker running the mapped function, a server's
+    handler), stuck in a wait of their own or computing: a wait that ends at a framework's idle
+    thread (an event loop, a manager, a pool's handler) ends when such a task finishes.  Workers of
+    the waiter's own process tree first, then the most telling.  An edge to a descendant of the
+    waiter is known (it handed the task out); to another process of the job, a guess."""
+    below = set(g.descendants(view.pid))
+    tasks = [v for v in g.views if v is not view and v.n_samples and v.top_stack and v.pid in g.procs
+             and not g.procs[v.pid].outside_tree and not waits_by_design(v) and runs_user_code(v.top_stack)
+             and (v.pid != view.pid or not v.is_main)    # (the waiter's own main thread drives it)
+             and (stuck(v) or v.kind in WORKING_KINDS or g.halted(v))]
+    tasks.sort(key=lambda v: (v.pid in below, g.halted(v), g.weight(v)), reverse=True)
+    return [Edge(view, v, "task", {"via": "the work in flight"}, guess=v.pid not in below, process=v.pid != view.pid)
+            for v in tasks]
 
 
 # what a thread does when it is working, not waiting: a peer busy so is the one to follow

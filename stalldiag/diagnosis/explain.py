@@ -74,6 +74,7 @@ EDGE_WORDS = {
     "rank": ("it, in a collective", None, None),
     M.STRAGGLER: ("it, a straggler, in a collective", None, None),
     "sibling": ("it (a guess: a busier sibling)", None, None),
+    "task": ("the task it runs (the work in flight, past the framework's idle threads)", None, None),
     "lock-waiter": ("a lock (a guess: another waiter)", None, None),
     # terminal edges: nobody will end the wait
     "held-at-fork": ("a lock held at fork, which nobody will release", None, None),

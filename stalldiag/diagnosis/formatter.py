@@ -3,7 +3,7 @@
 edges.py, walk.py and evidence.py find; this module says.  One function per finding kind, each
 taking the Finding's facts; registry.py names, for each mechanism, the function that says it.
 """
-from .explain import code_text, doing, doing_call, frame_text, pct, process_text
+from .explain import code_text, doing, doing_call, edge_words, frame_text, pct, process_text
 from .registry.names import M
 
 LOCK_TYPES = {"FLOCK": "flock()", "POSIX": "POSIX (fcntl/lockf)", "OFDLCK": "open-file-description (OFD)",
@@ -209,7 +209,11 @@ def cycle(g, cycle, edges):
     if closing.kind == M.FILE_LOCK:
         return "file-lock deadlock across processes: %s: nobody can move" % "; ".join(
             "%s waits for %s, held by pid %d" % (proc_text(g.procs.get(e.waiter.pid), e.waiter.pid),
-                                                 _lock_name(e), e.waker.pid) for e in edges)
+                                                 _lock_name(e), e.waker.pid) if e.kind == M.FILE_LOCK else
+            "%s waits for the task pid %d runs, at %s" % (proc_text(g.procs.get(e.waiter.pid), e.waiter.pid),
+                                                         e.waker.pid, frame_text(e.waker.user_frame())) if e.kind == "task" else
+            "%s %s, pid %d" % (proc_text(g.procs.get(e.waiter.pid), e.waiter.pid), edge_words(e), e.waker.pid)
+            for e in edges)
     if M.LOCK_HOLDER in kinds:
         return _through_lock(edges)
     if kinds <= {"peer"} and all(e.facts.get("via") == "tcp" for e in edges):

@@ -205,7 +205,18 @@ class WaitGraph:
         proc = focus_process(self.proc_list, self.root_pid, self.roles)
         if proc is None:
             return None
-        return self.main_thread(proc.pid)
+        main = self.main_thread(proc.pid)
+        if main is not None and self.halted(main) and str(self.roles.get(proc.pid, "")).startswith("rank "):
+            # a stopped rank that is also the job's root (Lightning's rank 0 launches the others):
+            # the job's progress is judged where it waits, at a rank waiting in the collective the
+            # stopped one is missing from; the walk then ends at the stopped rank
+            waiting = [self.main_thread(p.pid) for p in self.proc_list
+                       if p.pid != proc.pid and str(self.roles.get(p.pid, "")).startswith("rank ")]
+            waiting = [v for v in waiting if v is not None and not self.halted(v)
+                       and v.kind in ("collective", "rendezvous", "cuda")]
+            if waiting:
+                return min(waiting, key=lambda v: (_rank_number(self.roles.get(v.pid)), v.pid))
+        return main
 
     def weight(self, view):
         """How much a thread's activity explains a wait: what it does (ACTIVITY_RANK), for what

@@ -72,7 +72,39 @@ def spins(view, proc=None):
     if len(tops) != 1:
         return False
     switches = (view.thread.ctx or {}).get("voluntary")
-    return (switches is None or switches <= 1) and (proc is None or _silent(proc))
+    return (switches is None or switches <= 1) and (proc is None or _silent(proc)) and spin_evidence(view)
+
+
+def spin_evidence(view):
+    """What makes one line on a CPU a spin, not work: the line is a `while` loop's test or the
+    body of one (a loop over a condition), or calls what is known to spin or run away (a spin
+    lock, a regular expression), and hands no work to a numeric library.  One line, no syscall
+    and no output alone is also what a long numeric call looks like (a matmul, a forest's fit)."""
+    from ..knowledge.frames import RUNAWAY_CALL
+    if numeric_compute(view):
+        return False
+    source = _line_source(view)
+    code = (source.get("code") or "").lstrip()
+    loop = ((source.get("loop") or {}).get("code") or "").lstrip()
+    return code.startswith("while ") or loop.startswith("while ") or bool(RUNAWAY_CALL.search(code))
+
+
+def numeric_compute(view):
+    """The thread's time goes to a numeric library's native code: its innermost Python frame is
+    the library's (sklearn's tree builder, torch's ops, numpy), or its own line hands the library
+    the work (`c = a @ b`, `np.linalg.solve(...)`, `model.fit(X)`).  It computes: one call can
+    take the whole window with the Python stack standing still."""
+    from ..knowledge.frames import NUMERIC_LINE, NUMERIC_PACKAGES, package_of
+    from .threads import user_frame_of
+    for frames, _n in view.stacks[:3]:
+        python = [f for f in frames or [] if (f[1] or "").endswith((".py", ".pyx"))]
+        if python and package_of(python[0][1]) in NUMERIC_PACKAGES:
+            return True
+        mine = user_frame_of(frames or [])
+        source = mine[3] if mine is not None and len(mine) > 3 and isinstance(mine[3], dict) else {}
+        if NUMERIC_LINE.search(source.get("code") or ""):
+            return True
+    return False
 
 
 def repeated_call(view):
@@ -129,8 +161,9 @@ def runaway(view, proc=None):
     """A thread whose CPU time is not work: one call whose stack never moved, or a spin.  A
     process that wrote output or a file meanwhile moved: a few stack samples that all hit the
     line a loop spends its time at (loss.backward()) are not one call that never returned."""
-    if computes_in_a_loop(_line_code(view)) or repeated_call(view):
-        return False     # (a loop's body on one line: work, or a spin we cannot tell from it)
+    if computes_in_a_loop(_line_code(view)) or repeated_call(view) or numeric_compute(view):
+        return False     # (a loop's body on one line: work, or a spin we cannot tell from it; a
+                         # numeric library's call computes, however still its stack stands)
     return (frozen_stack(view) and _silent(proc)) or spins(view, proc)
 
 

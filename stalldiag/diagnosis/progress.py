@@ -103,12 +103,35 @@ def repeats(lines):
     return said[-1]
 
 
-def _repeated_stream(output, proc, target):
-    """The message repeated in the stream of a process (stdout, stderr, a log) written at target."""
+def only_failures(lines, grew):
+    """The last line, when every line the stream grew by in the window (the last `grew` bytes of
+    its kept lines) reports a failure or a retry ("WARNING: Retrying (Retry(total=3 ...)) after
+    connection broken by 'ReadTimeoutError'", a traceback): a loop saying it failed again is not
+    progress, however new each line's counter.  Else None."""
+    from ..knowledge.retries import ERROR_LINE
+    new, size = [], 0
+    for line in reversed(lines or []):
+        if size >= grew:
+            break
+        size += len(line) + 1
+        if line.strip():
+            new.append(line)
+    if not new or size < grew * 0.8:
+        return None      # (the kept lines do not cover what was written)
+    traceback_line = re.compile(r"^\s+(File \"|\S)|^Traceback \(most recent call last\)")
+    if all(ERROR_LINE.search(line) or traceback_line.match(line) for line in new) and \
+            any(ERROR_LINE.search(line) for line in new):
+        return new[0].strip()
+    return None
+
+
+def _repeated_stream(output, proc, target, grew=0):
+    """The message repeated in the stream of a process (stdout, stderr, a log) written at target,
+    or the failure it only reports again."""
     tail = (output or {}).get(proc.pid)
     for stream in tail.streams() if tail is not None else []:
         if stream.path == target:
-            return repeats(stream.lines)
+            return repeats(stream.lines) or (only_failures(stream.lines, grew) if grew else None)
     return None
 
 
@@ -140,11 +163,11 @@ def assess(window, procs, views, gpus, halted=(), output=None):
         label = "pid %d" % proc.pid
         read, written, opened = file_changes(proc)
         for w in list(written):
-            message = _repeated_stream(output, proc, w["target"])
+            message = _repeated_stream(output, proc, w["target"], w["delta"])
             if message is not None:
                 written.remove(w)
                 repeating.append(proc.pid)
-                evidence.append("%s wrote %s (+%d bytes), one message again and again: \"%s\"; a loop reporting "
+                evidence.append("%s wrote %s (+%d bytes), only a wait or a failure reported again: \"%s\"; a loop reporting "
                                 "what it waits for, not a sign of progress" % (label, w["target"], w["delta"],
                                                                              clip_items([message], 120)))
         if written:

@@ -34,7 +34,25 @@ def words(scene, findings, decision):
     else:
         text = generic(scene, decision)
     summary = "; ".join([text] + table.qualifiers_of(scene.g, kept, decision.category))
+    ended = exited_focus(scene)
+    if ended is not None:
+        # the run ended in the window: that is the headline, and the rest is what it did before
+        summary = "%s; before it exited: %s" % (ended, summary[0].lower() + summary[1:])
     return Words(summary, evidence_lines(scene, kept, decision), lead)
+
+
+def exited_focus(scene):
+    """"Exited: pid N (...) exited with exit code 0, 4.7 s into the window" when the process whose
+    progress is judged ended during the window, else None."""
+    proc = scene.g.procs.get(scene.focus.pid) if scene.focus is not None else None
+    if proc is None or proc.exited_at is None:
+        return None
+    status = proc.exit_status or "an unknown status (it was reaped by its parent before it was read)"
+    finished = " (it finished)" if status == "exit code 0" else ""
+    duration = scene.g.window.duration_s or 0
+    when = "%.1f s into the window%s" % (proc.exited_at, ", which ended with it" if proc.exited_at >= duration - 0.5
+                                          else " of %.1f s" % duration)
+    return "Exited: %s exited with %s%s, %s" % (process_text(proc), status, finished, when)
 
 
 def _head(scene, decision):

@@ -46,6 +46,17 @@ def accepting(view):
     return bool(watched) and all(isinstance(w, dict) and w.get("state") == "LISTEN" for w in watched)
 
 
+def waits_by_design(view):
+    """A framework's thread idle in the wait it exists for (knowledge/roles.py: an event loop
+    polling, a listener in accept(), a manager's server, a pool's handler threads, a process
+    watcher, a queue's feeder), a native helper parked with no Python stack, or a server in
+    accept(): it waits for work, and a wait that ends at it ends where the work went instead."""
+    from ..knowledge.roles import role_of
+    if accepting(view) or idle_helper(view):
+        return True
+    return view.kind not in ("cpu", "io", "compile") and role_of(view.top_stack) is not None
+
+
 def waited_targets(view):
     """pipe:[..] / socket:[..] targets a thread waits on, from its blocked syscalls."""
     targets = []

@@ -63,6 +63,11 @@ def walk(g, focus):
         if current is focus and current.kind in ("sleep", "poll", "other", "tty") \
                 and (current.pid, current.tid) not in g.file_waits:
             candidates = candidates + edge_finders.busier_thread(g, current)
+        if not candidates and current.kind not in edge_finders.WORKING_KINDS \
+                and edge_finders.dispatch_wait(current.top_stack):
+            # a framework's call waits for work it handed out (a task, a map's chunk): follow it
+            # to the thread running it, past the framework's idle threads
+            candidates = edge_finders.work_in_flight(g, current)
         step = None
         for edge in candidates:
             if edge.terminal:

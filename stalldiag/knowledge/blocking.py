@@ -31,6 +31,7 @@ import re
 from functools import lru_cache
 
 from ..records import typed_record
+from .frames import canonical_file
 
 ALL = ((3, 8), (3, 13))
 PYTHONS = ((3, 8), (3, 9), (3, 10), (3, 11), (3, 12), (3, 13))
@@ -1237,7 +1238,7 @@ def module_of(filename):
     `/usr/lib/python3.10/multiprocessing/queues.py` -> ('multiprocessing.queues', 10);
     `<frozen importlib._bootstrap>` -> ('importlib._bootstrap', None);
     `.../python3.11/site-packages/torch/cuda/__init__.py` -> ('torch.cuda', 11)."""
-    filename = filename or ""
+    filename = canonical_file(filename)
     frozen = _FROZEN.match(filename)
     if frozen:
         return frozen.group(1), None

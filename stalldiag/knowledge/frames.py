@@ -57,9 +57,30 @@ def regex(pattern):
     return compiled
 
 
+# Packages that ship a copy of a standard-library package under another name, and run its code
+# as theirs: `multiprocess` (dill's fork of multiprocessing, which Hugging Face datasets and
+# pathos use for Dataset.map(num_proc=N)) and `billiard` (Celery's).  Their frames are matched as
+# the standard module's (a Pool's worker loop, a Manager's server, a Connection's recv), and are
+# shown under their real path.
+STDLIB_FORKS = (("multiprocess", "multiprocessing"), ("billiard", "multiprocessing"))
+_FORK_PATH = re.compile(r"/(?:site|dist)-packages/(%s)/" % "|".join(re.escape(f) for f, _std in STDLIB_FORKS))
+_FORK_OF = dict(STDLIB_FORKS)
+
+
+@functools.lru_cache(maxsize=8192)
+def canonical_file(filename):
+    """The file a frame's patterns are matched against: a standard-library fork's path
+    (`.../python3.11/site-packages/multiprocess/pool.py`) as the module it copies
+    (`.../python3.11/multiprocessing/pool.py`); every other path as it is."""
+    filename = filename or ""
+    if "-packages/" not in filename:
+        return filename
+    return _FORK_PATH.sub(lambda m: "/" + _FORK_OF[m.group(1)] + "/", filename, count=1)
+
+
 def _matches(frame, row):
     file_pattern, function = row
-    return bool(regex(file_pattern).search(frame[1] or "") and regex(function).match(frame[0] or ""))
+    return bool(regex(file_pattern).search(canonical_file(frame[1])) and regex(function).match(frame[0] or ""))
 
 
 def _any_frame(stack, rows):
@@ -136,7 +157,7 @@ def idle_pool_worker(stack, loop=PROCESS_POOL_WORKER):
     waiting for its next task: only queue code above its loop."""
     for depth, frame in enumerate(stack or []):
         if _matches(frame, loop):
-            return depth > 0 and all(regex(TASK_QUEUE_FILES).search(f[1] or "") for f in stack[:depth])
+            return depth > 0 and all(regex(TASK_QUEUE_FILES).search(canonical_file(f[1])) for f in stack[:depth])
     return False
 
 
@@ -161,7 +182,7 @@ def idle_thread_pool_worker(stack):
     frame (SimpleQueue.get is C), or only queue code is above it."""
     for depth, frame in enumerate(stack or []):
         if _matches(frame, THREAD_POOL_WORKER):
-            return all(regex(THREAD_TASK_FILES).search(f[1] or "") for f in stack[:depth])
+            return all(regex(THREAD_TASK_FILES).search(canonical_file(f[1])) for f in stack[:depth])
     return False
 
 
@@ -277,6 +298,20 @@ LOCK_RELEASE = re.compile(r"([\w.\[\]]+)\.release\(")
 # calls that can run without bound on one input (a regular expression backtracking) or spin in
 # native code: a line of a `for` loop that makes one of them may be one call that never returns;
 # any other call there is as likely the loop's own work, repeated (h.update per row)
+# Numeric libraries whose calls compute in native code (BLAS, Cython, C++ kernels): a thread whose
+# innermost Python frame is theirs, or whose own line hands them the work, computes however long
+# one call takes and however still its Python stack stands.  Names as installed (site-packages).
+NUMERIC_PACKAGES = frozenset((
+    "numpy", "scipy", "sklearn", "torch", "torchvision", "torchaudio", "pandas", "jax", "jaxlib", "tensorflow",
+    "keras", "xgboost", "lightgbm", "catboost", "numba", "cupy", "numexpr", "statsmodels", "pyarrow", "polars",
+    "faiss", "hnswlib", "annoy", "sentence_transformers", "transformers", "tokenizers", "cv2", "PIL", "skimage",
+    "networkx", "sympy", "h5py", "zarr", "blosc", "lightning", "pytorch_lightning", "triton", "opt_einsum"))
+# A line of the user's own code that hands work to a numeric library: a matrix product, or a call
+# through a numeric module's usual name.
+NUMERIC_LINE = re.compile(r"[\w)\]]\s*@=?\s*[\w(]|\b(np|numpy|torch|scipy|sp|jnp|jax|tf|pd|cp|F|nn|linalg|"
+                          r"sklearn)\.\w+|\.(fit|predict|transform|fit_transform|matmul|dot|einsum|solve|svd|"
+                          r"backward|forward|step|cholesky|eig\w*|lstsq|inv|fft\w*|conv\w*)\(")
+
 RUNAWAY_CALL = re.compile(r"(\bre\.\w+|\.(search|match|fullmatch|sub|subn|findall|finditer|split|"
                           r"scanner))\(|spin_lock|spin_until")
 
@@ -485,7 +520,7 @@ def _match_table(function, filename):
 
 
 def _first_match(compiled, function, filename):
-    function, filename = function or "", filename or ""
+    function, filename = function or "", canonical_file(filename)
     for row in compiled:
         if row.matches(function, filename):
             return row.row

@@ -8,7 +8,7 @@ or its error text is about (CALL_CATEGORY, ERROR_WORDS).
 """
 import re
 
-from .frames import regex
+from .frames import canonical_file, regex
 
 # (file pattern, function pattern, library): frames of helpers that sleep between attempts
 RETRY_FRAMES = [
@@ -95,7 +95,7 @@ def retry_library(stack):
     """The retry helper a stack sleeps in, or None."""
     for frame in stack or []:
         for file_pattern, function, library in RETRY_FRAMES:
-            if regex(file_pattern).search(frame[1] or "") and regex(function).search(frame[0] or ""):
+            if regex(file_pattern).search(canonical_file(frame[1])) and regex(function).search(frame[0] or ""):
                 return library
     return None
 
