@@ -38,7 +38,9 @@ CONTEXT_RULES = (
     ("collective", 0.5, None),
     ("rendezvous", 0.5, None),
     ("cuda", 0.5, None),
-    ("dataloader", 0.5, ("poll", "pipe", "ipc", "lock", "sleep", "other", "network")),
+    # (a training loop that waits for batches in a third of its samples or more is fed too slowly:
+    # its step's own work between two waits does not make it a thread that computes)
+    ("dataloader", 0.3, ("poll", "pipe", "ipc", "lock", "sleep", "other", "network")),
     # a read of stdin (a terminal, or a pipe nobody writes) under a prompt waits for a person
     ("prompt", 0.5, ("tty", "pipe", "io", "other", "poll")),
 )

@@ -51,10 +51,14 @@ def waits_by_design(view):
     polling, a listener in accept(), a manager's server, a pool's handler threads, a process
     watcher, a queue's feeder), a native helper parked with no Python stack, or a server in
     accept(): it waits for work, and a wait that ends at it ends where the work went instead."""
-    from ..knowledge.roles import role_of
+    from ..knowledge.roles import native_role, role_of
     if accepting(view) or idle_helper(view):
         return True
-    return view.kind not in ("cpu", "io", "compile") and role_of(view.top_stack) is not None
+    if view.kind in ("cpu", "io", "compile"):
+        return False
+    if not view.top_stack and native_role(view.comm) is not None:
+        return True      # (pt_autograd_0 between two backward passes: it waits for the next one)
+    return role_of(view.top_stack) is not None
 
 
 def waited_targets(view):

@@ -86,6 +86,30 @@ ROLES = (
 )
 
 
+# Native threads (no Python frames) that libraries start to wait for work, by the name the kernel
+# shows (comm, 15 characters): (regex, framework, role, what it waits for, where it was read).
+NATIVE_ROLES = (
+    (r"^pt_autograd_\d+$", "torch", "autograd-device",
+     "backward work queued for its device (it runs the backward's kernels and hooks when there is some)",
+     "torch/csrc/autograd/engine.cpp: Engine::thread_init names each device thread pt_autograd_<device>"),
+    (r"^pt_nccl_(watchdg|heartbt)$|^pt_nccl_", "torch.distributed", "c10d-watchdog",
+     "its next check of the process group's work (a timeout)",
+     "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp: ncclCommWatchdog, heartbeatMonitor"),
+    (r"^pt_tcpstore|^tcpstore", "torch.distributed", "tcpstore-server", "a client's request",
+     "torch/csrc/distributed/c10d/TCPStoreLibUvBackend.cpp: the store's server loop"),
+    (r"^cuda-EvtHandlr$|^cuda\d+$", "CUDA driver", "cuda-driver", "driver events", "the CUDA driver's own threads"),
+    (r"^jemalloc_bg_thd$|^pt_main_thread$", "allocator", "allocator", "its next purge", "jemalloc's background thread"),
+)
+
+
+def native_role(comm):
+    """The row of a native library thread known by its name, or None."""
+    for pattern, framework, role, waits_for, source in NATIVE_ROLES:
+        if regex(pattern).search(comm or ""):
+            return (framework, role, waits_for, source)
+    return None
+
+
 def _matches(frame, row):
     return bool(regex(row.file).search(canonical_file(frame[1])) and regex(row.function).search(frame[0] or ""))
 
@@ -140,4 +164,4 @@ def runs_user_code(stack):
     return any(not is_library_file(frame[1]) and (frame[1] or "") != "<string>" for frame in own_frames(stack))
 
 
-__all__ = ["DISPATCH_WAITS", "ROLES", "Role", "dispatch_wait", "role_of", "runs_user_code"]
+__all__ = ["NATIVE_ROLES", "native_role", "DISPATCH_WAITS", "ROLES", "Role", "dispatch_wait", "role_of", "runs_user_code"]
