@@ -79,7 +79,7 @@ def _quiet(row):
 # first-run tables (docs/validation.md) and are replayed from those captures in every run
 # (tests/replay/test_reproduced_hangs_replay.py); live again only with STALLDIAG_LIVE_ROUNDS=all,
 # which adds about 25 minutes to the live layer and would take CI past its 40.
-LATEST_ROUNDS = ("rm", "rn", "ro", "rp", "rq", "rr", "rs", "rt", "ru", "rv", "rw")
+LATEST_ROUNDS = ("rm", "rn", "ro", "rp", "rq", "rr", "rs", "rt", "ru", "rv", "rw", "rx", "ry")
 LIVE_ALL = os.environ.get("STALLDIAG_LIVE_ROUNDS") == "all"
 
 
