@@ -74,7 +74,8 @@ SCHEMA_VERSION = 3
 PROBE_KEYS = (
     ("processes", list), ("frames", list), ("stacks", list),
     ("gpu", lambda: {"available": False, "reason": "not measured"}),
-    ("skipped_children", int), ("unix_peers", dict), ("tcp_peers", dict), ("exact_syscalls", None),
+    ("skipped_children", int), ("unix_peers", dict), ("tcp_peers", dict), ("socket_queues", dict),
+    ("exact_syscalls", None),
     ("locks", None), ("file_waits", None), ("joins", None), ("objects", None), ("gil", None), ("wakers", list),
     ("output_tail", dict),
     # the job's limits, the host's use of its CPUs, memory and disks, and who else uses them

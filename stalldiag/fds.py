@@ -77,6 +77,14 @@ def inet_sockets(text, proto):
             "remote": _hex_addr(parts[2], family),
             "state": TCP_STATES.get(parts[3], parts[3]) if proto.startswith("tcp") else None,
         }
+        if proto.startswith("tcp"):
+            # bytes queued at this end: sent and not yet acknowledged, received and not yet read
+            # (a listening socket's rx is its accept backlog)
+            tx, _, rx = parts[4].partition(":")
+            try:
+                found[int(parts[9])].update(tx_queue=int(tx, 16), rx_queue=int(rx, 16))
+            except ValueError:
+                pass
     return found
 
 
@@ -111,6 +119,25 @@ class SocketTable:
             if s.get("proto") == "udp" and inode and not remote.endswith(":0") and remote in bound:
                 peers.setdefault(inode, bound[remote])
         return peers
+
+    def queues(self, pids, inodes):
+        """{inode: [bytes received and not read, bytes sent and not acknowledged]} of the TCP
+        sockets among inodes, read again now from the tables of pids' network namespaces (the
+        queues of the window's end, not of when a socket was first described)."""
+        wanted = set(inodes)
+        found = {}
+        for pid in pids:
+            for proto in ("tcp", "tcp6"):
+                try:
+                    text = procfs.read(pid, "net/" + proto)
+                except procfs.ProcfsError:
+                    continue
+                for inode, entry in inet_sockets(text, proto).items():
+                    if inode in wanted and "rx_queue" in entry:
+                        found[inode] = [entry["rx_queue"], entry["tx_queue"]]
+            if wanted <= set(found):
+                break
+        return found
 
     def listener(self, address):
         """Inode of the listening TCP socket that takes connections to address ("ip:port"),
@@ -208,18 +235,23 @@ SOCK_DIAG_BY_FAMILY = 20
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
 NLMSG_ERROR, NLMSG_DONE = 2, 3
 UDIAG_SHOW_PEER = 0x4
+UDIAG_SHOW_RQLEN = 0x10
 UNIX_DIAG_PEER = 2
+UNIX_DIAG_RQLEN = 4
 
 
-def unix_peers():
-    """{inode: peer inode} for every connected unix socket in our network namespace."""
+def unix_peers(queues=None):
+    """{inode: peer inode} for every connected unix socket in our network namespace; with a dict
+    as queues, also {inode: [bytes in its receive queue, bytes in its send queue]} into it
+    (sock_diag's UNIX_DIAG_RQLEN; for a listener, its backlog and the backlog's limit)."""
     peers = {}
     try:
         sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG)
     except (OSError, AttributeError):
         return peers
     with sock:
-        request = struct.pack("=BBHIIIII", socket.AF_UNIX, 0, 0, 0xFFFFFFFF, 0, UDIAG_SHOW_PEER, 0, 0)
+        request = struct.pack("=BBHIIIII", socket.AF_UNIX, 0, 0, 0xFFFFFFFF, 0,
+                              UDIAG_SHOW_PEER | (UDIAG_SHOW_RQLEN if queues is not None else 0), 0, 0)
         header = struct.pack("=IHHII", 16 + len(request), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, 1, 0)
         try:
             sock.send(header + request)
@@ -246,6 +278,8 @@ def unix_peers():
                         break
                     if attr_type == UNIX_DIAG_PEER and attr_len >= 8:
                         peers[inode] = struct.unpack_from("=I", data, attr + 4)[0]
+                    elif attr_type == UNIX_DIAG_RQLEN and attr_len >= 12 and queues is not None:
+                        queues[inode] = list(struct.unpack_from("=II", data, attr + 4))
                     attr += (attr_len + 3) & ~3
                 offset += (length + 3) & ~3
             if not data:

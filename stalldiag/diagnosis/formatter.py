@@ -314,10 +314,16 @@ def _duration(seconds):
 
 def peer_not_serving(g, waiter, target, peer, peer_thread):
     from .explain import detail_text
-    return ("%s waits to receive on %s; %s holds the other end, but no thread of it waits on that connection "
+    text = ("%s waits to receive on %s; %s holds the other end, but no thread of it waits on that connection "
             "or works (%s is %s): it is not answering" % (
                 waiter.label, detail_text(waiter.top_detail()) or target, proc_text(g.procs.get(peer), peer),
                 peer_thread.label, doing(peer_thread)))
+    where = g.request_at_peer(target)
+    if where is not None and where[0] == "unread":
+        text += "; %d bytes sent to it wait unread at its end: it never read the request" % where[1]
+    elif where is not None:
+        text += "; nothing waits unread at its end: it read what was sent and sent no answer"
+    return text
 
 
 def _timer_words(timeout_ms):

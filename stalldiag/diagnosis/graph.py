@@ -179,6 +179,7 @@ class WaitGraph:
         self.window_samples = max([v.n_samples for v in self.views] + [0])
         self.unix_peers = facts.unix_peers
         self.tcp_peers = facts.tcp_peers
+        self.socket_queues = facts.socket_queues
         self.collectives = facts.collectives   # the ranks' Flight Recorders, None: not read
         for _call, members in self.barriers:
             for view in members:
@@ -232,6 +233,18 @@ class WaitGraph:
             return main[0]
         sampled = sorted(views, key=lambda v: -(v.n_samples + v.n_stack_samples))
         return sampled[0] if sampled else None
+
+    def request_at_peer(self, target):
+        """Where a request sent on a connection (target "socket:[N]") is, from the bytes queued at
+        the window's end: ("unread", n) when the other end holds n bytes its process has not read
+        (it never read the request), ("read", 0) when nothing waits there (it read the request,
+        or none was sent), None where the queues were not read."""
+        inode = int(target[8:-1]) if isinstance(target, str) and target.startswith("socket:[") else None
+        peer = self.tcp_peers.get(inode) or self.unix_peers.get(inode) if inode is not None else None
+        queue = self.socket_queues.get(peer) if peer is not None else None
+        if not queue:
+            return None
+        return ("unread", queue[0]) if queue[0] else ("read", 0)
 
     def most_telling_thread(self, pid):
         """The thread of pid doing the most telling thing (compiling > computing > I/O > ...)."""

@@ -441,6 +441,7 @@ class Facts:
     schema_version: Any
     hostname: Optional[str]
     collectives: Optional["Collectives"] = None
+    socket_queues: Dict[int, Any] = field(default_factory=dict)   # inode -> [unread, unsent] bytes
 
 
 @typed_record(frozen=True)
@@ -480,6 +481,7 @@ def read(capture):
         output=output_tails(capture), output_raw=dict(capture.get("output_tail") or {}),
         syscall_errors=syscall_errors(capture), exact_syscalls=exact if isinstance(exact, dict) else None,
         unix_peers=dict(_by_int(capture.get("unix_peers"))), tcp_peers=dict(_by_int(capture.get("tcp_peers"))),
+        socket_queues=dict(_by_int(capture.get("socket_queues"))),
         skipped_children=capture.get("skipped_children") or 0,
         limitations=list(capture.get("limitations") or []), tool=capture.get("tool"),
         schema_version=capture.get("schema_version"), hostname=(capture.get("host") or {}).get("hostname"),

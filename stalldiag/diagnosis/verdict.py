@@ -87,6 +87,20 @@ def _hot_of(scene, decision, spins):
     return hot_code(culprit)
 
 
+def _request_words(g, view):
+    """Where the request is, for a thread waiting to receive on a connection: unread at the other
+    end (never read), or read there and not answered; "" where the queues were not read."""
+    from .views import waited_targets
+    for target in waited_targets(view):
+        where = g.request_at_peer(target)
+        if where is None:
+            continue
+        if where[0] == "unread":
+            return "; the other end holds %d bytes sent to it that it has not read: it never read the request" % where[1]
+        return "; nothing waits unread at the other end: it read what was sent and has not answered"
+    return ""
+
+
 def generic(scene, decision):
     """The summary when no row leads it: what the culprit does, for how much of the window."""
     g, focus, culprit, category = scene.g, scene.focus, decision.culprit, decision.category
@@ -108,6 +122,8 @@ def generic(scene, decision):
         text += "; waiting " + blocked      # (the call it waits in says more than a futex's address)
     elif what:
         text += "; %s on %s" % ("between runs, waits" if culprit.kind == "cpu" else "waiting", what)
+    if culprit.kind in ("network", "ipc"):
+        text += _request_words(g, culprit)
     native = native_hot(culprit) if category in ("cpu", "cuda") else None
     if spins and native is not None and native.what and not native.what.startswith("the interpreter"):
         # the native frames tell the two apart: a call that never returns, not a Python loop

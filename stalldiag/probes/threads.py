@@ -809,6 +809,9 @@ class ThreadsSection(Section):
     processes: List[dict] = field(default_factory=list)
     unix_peers: Dict[int, int] = field(default_factory=dict)
     tcp_peers: Dict[int, int] = field(default_factory=dict)
+    # inode -> [bytes received and not read, bytes sent and not yet taken] at the window's end, of
+    # both ends of the connections above: where a request is (unread at the server, or read)
+    socket_queues: Dict[int, list] = field(default_factory=dict)
     skipped_children: int = 0
     target_denied: bool = False   # the target's current syscalls were refused
     rate_hz: Optional[float] = None   # the /proc sampling rate at the window's end (window.rate_hz)
@@ -818,6 +821,9 @@ class ThreadsSection(Section):
         capture["skipped_children"] = self.skipped_children
         capture["unix_peers"] = _peers_in(self.processes, self.unix_peers)
         capture["tcp_peers"] = _peers_in(self.processes, self.tcp_peers)
+        ends = {int(k) for table in (capture["unix_peers"], capture["tcp_peers"]) for k in table} | \
+            {int(v) for table in (capture["unix_peers"], capture["tcp_peers"]) for v in table.values()}
+        capture["socket_queues"] = {str(ino): q for ino, q in self.socket_queues.items() if ino in ends}
         capture["permission_denied"] = capture.get("permission_denied") or self.target_denied
 
 
@@ -877,8 +883,15 @@ class ThreadsProbe(Probe):
         if self.rate_notes:
             limitations.append("sampling rate lowered to %s Hz for a large tree (asked for %s Hz)"
                                % (min(self.rate_notes), ctx.config.rate))
+        unix_queues = {}
+        unix_peers = fds.unix_peers(unix_queues)
+        tcp_peers = sampler.sockets.tcp_peers()
+        ends = set(tcp_peers) | set(tcp_peers.values())
+        queues = dict(unix_queues)
+        if ends:
+            queues.update(sampler.sockets.queues([p["pid"] for p in processes if not p.get("exited_at")], ends))
         return ThreadsSection(limitations=limitations + _denials(processes), processes=processes,
-                              unix_peers=fds.unix_peers(), tcp_peers=sampler.sockets.tcp_peers(),
+                              unix_peers=unix_peers, tcp_peers=tcp_peers, socket_queues=queues,
                               skipped_children=ctx.skipped_children,
                               target_denied=target is not None and "syscall" in target["denied"],
                               rate_hz=round(self.rate, 2))
