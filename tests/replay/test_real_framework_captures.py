@@ -27,6 +27,9 @@ TRUTH = {
     "sklearn_healthy": ("cpu", {5813}, NOT_PROGRESS, None),
     "matmul_healthy": ("cpu", {6427}, NOT_PROGRESS, None),
     "pip_silent_retries": ("network", None, STALLED, None),
+    # the same, inspected across pip's second retry: its "WARNING: Retrying (Retry(total=3 ...))"
+    # line grew the log in the window, and is no progress
+    "pip_retry_in_window": ("network", {24817}, STALLED, None),
     "lightning_healthy": ("cpu", {7705, 7996}, NOT_PROGRESS, None),
     # a stopped rank: the collective the other rank waits in, the stopped rank the culprit
     "lightning_rank0_stopped": ("collective", (8272, 8272), STALLED, None),
