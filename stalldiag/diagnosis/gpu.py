@@ -167,3 +167,70 @@ def launch_bound_clause(g, host, gpu):
 
 def gpu_starved_clause(g, gpu):
     return "GPU %d idle %.0f%% of the window" % (gpu.index, 100 * gpu.idle_share)
+
+
+# -- why the GPU waits: a sink of knowledge/gpu_sinks.py in the stacks of the thread that feeds it --
+
+SINK_SHARE = 0.3    # share of a thread's stack samples in one sink that makes it what the GPU waits on
+
+
+def gpu_sinks(scene):
+    """The sink (knowledge/gpu_sinks.py) the GPU of the chain's end waits on: a host thread
+    of a process using a GPU that is not saturated with real compute, whose stack samples stand in
+    a sync, the allocator, anomaly detection or an autotuner in SINK_SHARE of them or more."""
+    from collections import Counter
+    from ..knowledge.gpu_sinks import BY_NAME, sink_of_frames
+    from ..knowledge.frames import is_library_file
+    from .threads import user_frame_of
+    from .types import Finding
+    g = scene.g
+    if not g.gpus:
+        return []
+    # (the chain's end only: a focus whose wait the walk followed elsewhere, a rank syncing on a
+    # collective's kernel that waits for a peer, waits on what the chain found)
+    for view in [scene.root]:
+        if view is None or view.kind in ("dataloader", "collective", "rendezvous") \
+                or str(g.roles.get(view.pid, "")).startswith("rank ") and view.kind == "cuda" and scene.walk.chain[1:]:
+            continue
+        devs = [g.gpus[i] for i in g.devices_of(view.pid) if i in g.gpus]
+        if not devs or (devs[0].real_compute and devs[0].busy_flag):
+            continue      # (a GPU busy with real compute waits on nobody)
+        counts, total, at = Counter(), 0, {}
+        for frames, n in view.stacks:
+            if not frames:
+                continue
+            total += n
+            python = [f for f in frames if (f[1] or "").endswith((".py", ".pyx"))]
+            mine = user_frame_of(frames)
+            code = None
+            if python and mine is python[0] and not is_library_file(mine[1]) and len(mine) > 3 \
+                    and isinstance(mine[3], dict):
+                code = mine[3].get("code")    # (the line's own C call: the sync it makes)
+            sink = sink_of_frames(frames, code)
+            if sink is not None:
+                counts[sink.name] += n
+                if n > at.get(sink.name, (0, None))[0]:
+                    at[sink.name] = (n, mine)
+        for frames, n in view.native_stacks or []:
+            sink = sink_of_frames(frames)
+            if sink is not None:
+                counts[sink.name] += n
+                total += n
+        if not counts or not total:
+            continue
+        name, n = counts.most_common(1)[0]
+        if n / total < SINK_SHARE:
+            continue
+        sink = BY_NAME[name]
+        kind = M.GPU_AUTOTUNING if sink.category == "compilation" else M.GPU_WAITS_ON_HOST
+        where = at.get(name, (0, None))[1]
+        return [Finding.about(kind, view, host=view, sink=sink, share=n / total, gpu=devs[0], where=where)]
+    return []
+
+
+def gpu_sink_text(g, host, sink, share, gpu, where):
+    from .explain import frame_text
+    return ("GPU %d is %s (%s): it waits on %s: %s, in %.0f%% of its stack samples%s" % (
+        gpu.index, "idle" if gpu.idle else "narrow", "utilization %.0f%%%s" % (
+            gpu.util or 0, ", SM %.0f%%" % gpu.sm if gpu.has_gpm else ""),
+        host.label, sink.meaning, 100 * share, " at %s" % frame_text(where) if where else ""))

@@ -72,6 +72,8 @@ class M(str, Enum):
     GPU_NEIGHBOUR = "gpu-neighbour"
     PCIE_BOUND = "pcie-bound"
     LAUNCH_BLOCKING = "launch-blocking"
+    GPU_WAITS_ON_HOST = "gpu-waits-on-host"
+    GPU_AUTOTUNING = "gpu-autotuning"
     BLOCKING_WAIT = "blocking-wait"
     NO_COLLECTIVE_TIMEOUT = "no-collective-timeout"
     THREADS_OVERSUBSCRIBED = "threads-oversubscribed"

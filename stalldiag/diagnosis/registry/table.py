@@ -160,6 +160,12 @@ _DECIDING = (
              rests_on="closed", blocks_progress=True, leads_summary=True),
     _decides(M.POOL_EMPTY, found.from_walk(M.POOL_EMPTY), say.pool_empty, category="subprocess",
              rests_on="closed", blocks_progress=True, leads_summary=True),
+    # why the GPU waits: the host thread that feeds it stands in a sink (a sync, the allocator,
+    # anomaly detection, an autotuner; knowledge/gpu_sinks.py) in a third of its samples or more
+    _decides(M.GPU_AUTOTUNING, found.shared(gpu.gpu_sinks), gpu.gpu_sink_text, category="compilation",
+             decides="weak-root", rests_on="inferred", leads_summary=True),
+    _decides(M.GPU_WAITS_ON_HOST, found.shared(gpu.gpu_sinks), gpu.gpu_sink_text, category="cuda",
+             decides="weak-root", rests_on="inferred", leads_summary=True),
     # a GPU's memory held outside the job, by a job that fails to get it: its retries are explained
     _decides(M.GPU_MEMORY_HELD, found.on_root(resources.gpu_memory), resources.gpu_memory_held_text,
              category="cuda", decides="weak-root", rests_on="closed", blocks_progress=True, leads_summary=True),
