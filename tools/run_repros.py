@@ -78,7 +78,10 @@ READY_WAIT_S = 180   # longest wait for a reproduction's READY line before inspe
 
 
 def _writes_ready(row):
-    """The reproduction announces its stall with a READY line (the rounds from rm on do)."""
+    """The reproduction announces its stall with a READY line (the rounds from rm on do; a row
+    whose launcher writes it through a helper module says so: "writes_ready": true)."""
+    if row.get("writes_ready") is not None:
+        return bool(row["writes_ready"])
     with open(os.path.join(ROOT, row["file"]), errors="replace") as f:
         return "READY" in f.read()
 
@@ -123,7 +126,7 @@ def run_one(row, duration, out_dir, python=None):
         popen.wait()
     truth = row["truth"]
     progress_ok = verdict["progress"]["state"] != CONTRADICTS.get(truth.get("progress"))
-    return {"id": row["id"], "want": truth["blocked_on"], "manifest_said": truth.get("manifest_said"),
+    return {"id": row["id"], "want": truth["blocked_on"], "manifest_said": truth.get("manifest_said"), "report": out,
             "got": verdict["category"],
             "right": verdict["category"] == truth["blocked_on"] and progress_ok,
             "progress": verdict["progress"]["state"], "progress_ok": progress_ok,

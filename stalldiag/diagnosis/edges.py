@@ -517,9 +517,10 @@ def work_in_flight(g, view):
     below = set(g.descendants(view.pid))
     tasks = [v for v in g.views if v is not view and v.n_samples and v.top_stack and v.pid in g.procs
              and not g.procs[v.pid].outside_tree and not waits_by_design(v) and runs_user_code(v.top_stack)
-             and (v.pid != view.pid or not v.is_main)    # (the waiter's own main thread drives it)
-             and (stuck(v) or v.kind in WORKING_KINDS or g.halted(v))]
-    tasks.sort(key=lambda v: (v.pid in below, g.halted(v), g.weight(v)), reverse=True)
+             and (v.pid != view.pid or not v.is_main)]   # (the waiter's own main thread drives it)
+    # (a task that computes between short waits, a shard read, a sleep, is running all the same)
+    tasks.sort(key=lambda v: (v.pid in below, g.halted(v), v.kind in WORKING_KINDS or stuck(v), g.weight(v)),
+               reverse=True)
     return [Edge(view, v, "task", {"via": "the work in flight"}, guess=v.pid not in below, process=v.pid != view.pid)
             for v in tasks]
 
