@@ -103,6 +103,20 @@ def repeats(lines):
     return said[-1]
 
 
+def _stdio_pipe(proc):
+    """("stdout" or "stderr", its pipe) when the process's fd 1 or 2 is a pipe at the window's end."""
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        entry = next((f for f in proc.files_end or [] if f.get("fd") == fd), None)
+        if entry and entry.get("kind") == "pipe":
+            return name, entry.get("target")
+    return None
+
+
+def _blocked_writing(view):
+    """A thread blocked writing a pipe (full: its reader does not drain it)."""
+    return view.kind == "pipe" and any(label.startswith("write") for label in view.activity) and view.share >= 0.5
+
+
 def only_failures(lines, grew):
     """The last line, when every line the stream grew by in the window (the last `grew` bytes of
     its kept lines) reports a failure or a retry ("WARNING: Retrying (Retry(total=3 ...)) after
@@ -159,6 +173,7 @@ def assess(window, procs, views, gpus, halted=(), output=None):
     shared_writes = {}
     recent_writes = {}     # path -> [size, pids]: a file changed in a directory several processes write to
     repeating = []         # streams that grew only by a message said again
+    piped = []             # processes that wrote to a stdout or stderr that is a pipe
     for proc in procs:
         label = "pid %d" % proc.pid
         read, written, opened = file_changes(proc)
@@ -204,7 +219,16 @@ def assess(window, procs, views, gpus, halted=(), output=None):
             evidence.append("%s opened %d file(s) during the window (%s)" % (
                 label, len(opened), ", ".join(os.path.basename(o["target"] or "?") for o in opened[:4])))
         if duration and io.get("wchar", 0) > 0 and not written and not recent:
-            evidence.append("%s wrote %d bytes in %d write calls" % (label, io["wchar"], io.get("syscw", 0)))
+            piped_to = _stdio_pipe(proc)
+            if piped_to and not any(_blocked_writing(v) for v in views if v.pid == proc.pid):
+                # its stdout or stderr is a pipe (`python train.py | tee log`, a launcher reading
+                # its lines): what it wrote there no probe can read, and may be its progress
+                piped.append(proc.pid)
+                evidence.append("%s wrote %d bytes in %d write calls, its %s a pipe (%s) whose lines no probe "
+                                "can read: output that may be its progress" % (
+                                    label, io["wchar"], io.get("syscw", 0), piped_to[0], piped_to[1]))
+            else:
+                evidence.append("%s wrote %d bytes in %d write calls" % (label, io["wchar"], io.get("syscw", 0)))
         if duration and any(streams_in(v, proc) for v in views if v.pid == proc.pid):
             # a thread of it waits to read a pipe and the reads go through, call after call
             progress = True
@@ -308,8 +332,8 @@ def assess(window, procs, views, gpus, halted=(), output=None):
     if halted:
         progress = False
     # (something the job needs is halted or blocked for good: no progress, whatever CPU burns)
-    state = "making progress" if progress else "cannot tell" if (blind or succession or repeating) and not halted \
-        else "no progress seen"
+    state = "making progress" if progress else "cannot tell" if (blind or succession or repeating or piped) \
+        and not halted else "no progress seen"
     if progress:
         # what shows the run advancing first, then what was seen beside it (a spin elsewhere)
         evidence = signs + [e for e in evidence if e not in signs]
