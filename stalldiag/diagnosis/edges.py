@@ -484,6 +484,13 @@ def tcp_peer(g, view):
             if thread is None:
                 continue
             serving = set(waited_targets(thread)) & set(peers)
+            if not serving and not g.halted(thread) and thread.kind not in WORKING_KINDS \
+                    and not stuck_handler(thread) and (g.request_at_peer(target) or ("read",))[0] == "read":
+                # the server read the request (nothing waits unread at its end) and its thread on
+                # the connection is not found: the request went to a handler thread of its own
+                # (socketserver's process_request_thread, a Flask view) stuck in a wait
+                handler = next((v for v in g.by_pid.get(pid, []) if stuck_handler(v)), None)
+                thread = handler or thread
             if serving or g.halted(thread) or thread.kind in WORKING_KINDS or stuck_handler(thread):
                 out.append(Edge(view, thread, "peer", {"via": "tcp", "target": target}, process=True))
             else:

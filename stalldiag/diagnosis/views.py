@@ -24,7 +24,7 @@ def idle_helper(view):
 
 
 # what a server's connection handler is stuck in when none of its threads reads the connection
-STUCK_HANDLER_KINDS = ("lock", "condition", "semaphore", "future", "queue-put", "thread-join")
+STUCK_HANDLER_KINDS = ("lock", "condition", "event", "semaphore", "future", "queue-get", "queue-put", "thread-join")
 
 
 def stuck_handler(view):
