@@ -42,6 +42,7 @@ BOUNDARIES = {
     M.FILE_LOCK: ("locks", "a file lock"),
     "compile": ("compilation", "compilation"),
     "file-server": ("io", "a file system served by a process (FUSE)"),
+    "connection": ("network", "a connection to a stopped server"),
 }
 
 
@@ -98,6 +99,10 @@ def boundary_of(d, walk):
             return ("rendezvous" if view.kind == "rendezvous" else "collective"), index
         if edge.kind == "child":
             return "child", index
+        if edge.kind == "peer" and edge.facts.get("via") == "tcp" and d.halted(nxt):
+            # a client waits on the server at the other end of its connection, which is stopped
+            # (a child of it or not): the wait is the network's, the stop is why
+            return "connection", index
         if edge.kind in (M.FILE_LOCK, "file-server"):
             return edge.kind, index
         if edge.kind in (M.LOCK_HOLDER, "lock-waiter") or (edge.kind == "sibling" and view.kind == "lock"):
