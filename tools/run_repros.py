@@ -134,6 +134,52 @@ def run_one(row, duration, out_dir, python=None):
             "summary": verdict["summary"], "cite": row.get("cite")}
 
 
+# the progress a verdict must not say of each truth of the real-framework corpus ("exits": the run
+# ends in the window, and the headline must say so)
+NEVER = {"none": "making progress", "some": "no progress seen", "slow": "no progress seen",
+         "exits": "no progress seen"}
+
+
+def corpus_rows():
+    """Every case of the real-framework corpus (fixtures/real/manifest_*.json)."""
+    import glob
+    rows = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "fixtures", "real", "manifest_*.json"))):
+        with open(path) as f:
+            rows.extend(json.load(f))
+    return rows
+
+
+def judge_corpus(row, report):
+    """None when a corpus case's report meets its truth, else what is wrong: the category, the
+    progress it must not say, the culprit (a thread whose stacks show one of culprit_frames, or a
+    stopped process where the truth says culprit_stopped), an exit's headline."""
+    from stalldiag.diagnosis.graph import WaitGraph
+    truth, verdict = row["truth"], report["verdict"]
+    if truth["progress"] == "exits":
+        if not verdict["summary"].startswith("Exited") or verdict["progress"]["state"] == NEVER["exits"]:
+            return "the run exited in the window; the verdict says: %s" % verdict["summary"][:300]
+        return None
+    if verdict["category"] != truth["blocked_on"]:
+        return "category %s, want %s: %s" % (verdict["category"], truth["blocked_on"], verdict["summary"][:300])
+    if verdict["progress"]["state"] == NEVER.get(truth["progress"]):
+        return "progress %s of a run whose truth is %s" % (verdict["progress"]["state"], truth["progress"])
+    wanted = set(truth.get("culprit_frames") or ())
+    if not wanted and not truth.get("culprit_stopped"):
+        return None
+    g = WaitGraph(report["capture"])
+    view = next((v for v in g.views if (v.pid, v.tid) == (verdict.get("pid"), verdict.get("tid"))), None)
+    if truth.get("culprit_stopped"):
+        ok = view is not None and g.halted(view)
+    else:
+        ok = bool(wanted & {f[0].rsplit(".", 1)[-1] for frames, _n in (view.stacks if view else [])
+                            for f in frames or []})
+    if not ok:
+        return "culprit %s/%s, want %s: %s" % (verdict.get("pid"), verdict.get("tid"), truth["culprit"][:200],
+                                               verdict["summary"][:300])
+    return None
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--duration", type=float, default=5)

@@ -491,6 +491,11 @@ def tcp_peer(g, view):
                 # (socketserver's process_request_thread, a Flask view) stuck in a wait
                 handler = next((v for v in g.by_pid.get(pid, []) if stuck_handler(v)), None)
                 thread = handler or thread
+            if not serving and thread.kind == "network" and stuck(thread) and not waits_by_design(thread) and (
+                    frame_table.serves_requests(thread.top_stack) or frame_table.in_event_loop_step(thread.top_stack)):
+                # the server's thread is inside the request's handler (an async handler's blocking
+                # call freezes its whole loop), blocked on a connection of its own, upstream
+                serving = {target}
             if serving or g.halted(thread) or thread.kind in WORKING_KINDS or stuck_handler(thread):
                 out.append(Edge(view, thread, "peer", {"via": "tcp", "target": target}, process=True))
             else:

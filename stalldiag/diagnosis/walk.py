@@ -79,7 +79,8 @@ def walk(g, focus):
                 loop = chain[back:]
                 ring = into[back + 1:] + [edge]
                 if not edge.guess and all(stuck(v) for v in loop) and stuck(edge.waker) \
-                        and not any(_shared_pipe(g, e) for e in ring):
+                        and not any(_shared_pipe(g, e) for e in ring) \
+                        and not (_cycle_kind(ring) == M.CONNECTION_STALL and any(_woken(g, v) for v in loop)):
                     end, cycle = edge, loop
                     ring = into[back + 1:] + [edge]
                     said.append(Finding.about(_cycle_kind(ring), edge.waker, cycle=loop, edges=ring))
@@ -179,6 +180,17 @@ def _shared_pipe(g, edge):
         return True
     writers = {pid for pid in g.writer_pids(edge.waiter, edge.facts.get("target")) if pid != edge.waiter.pid}
     return len(writers) > 1
+
+
+WOKEN_PER_S = 2.0   # voluntary switches a second: a thread whose wait ends again and again
+
+
+def _woken(g, view):
+    """Woken WOKEN_PER_S times a second or more: its waits end, message after message (an event
+    loop serving a client); both ends of a stalled conversation sleep through the window."""
+    woke = (view.thread.ctx or {}).get("voluntary")
+    duration = g.window.duration_s or 0
+    return woke is not None and duration > 0 and woke >= WOKEN_PER_S * duration
 
 
 def _cycle_kind(ring):
