@@ -172,7 +172,12 @@ def judge_corpus(row, report):
     if truth.get("culprit_stopped"):
         ok = view is not None and g.halted(view)
     else:
-        ok = bool(wanted & {f[0].rsplit(".", 1)[-1] for frames, _n in (view.stacks if view else [])
+        # the culprit's frames, or, where the culprit is a holder outside the job (a lock's), the
+        # frames of the job's thread that waits on it (the chain's step before it)
+        chain = [(step.get("pid"), step.get("tid")) for step in report.get("chain") or []]
+        named = [view] + ([v for v in g.views if (v.pid, v.tid) == chain[-2]] if len(chain) > 1 and view is not None
+                          and g.procs.get(view.pid) is not None and g.procs[view.pid].outside_tree else [])
+        ok = bool(wanted & {f[0].rsplit(".", 1)[-1] for v in named if v is not None for frames, _n in v.stacks
                             for f in frames or []})
     if not ok:
         return "culprit %s/%s, want %s: %s" % (verdict.get("pid"), verdict.get("tid"), truth["culprit"][:200],

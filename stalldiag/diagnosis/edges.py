@@ -354,6 +354,22 @@ def file_lock_holder(g, view):
     return []
 
 
+def file_lock_holder_of_file(g, view):
+    """A thread whose process has a database file open that another process holds a POSIX lock
+    on (/proc/locks): SQLite's lock, its holder outside the thread's process."""
+    mine = {f.get("target") for f in (g.procs[view.pid].files_end or []) if f.get("kind") == "file"} \
+        if view.pid in g.procs else set()
+    for lock in g.file_locks:
+        if lock.holder_pid and lock.holder_pid != view.pid and getattr(lock, "path", None) in mine:
+            thread = g.most_telling_thread(lock.holder_pid)
+            if thread is not None:
+                said = [Finding.about(M.FILE_LOCK, view, waiter=view, lock=lock, blocked=False,
+                                      holder_proc=g.procs.get(lock.holder_pid))]
+                return [Edge(view, thread, M.FILE_LOCK, {"lock": lock, "blocked": False}, findings=said, process=True,
+                             stops=True)]   # (its holder holds it, whatever it waits on itself)
+    return []
+
+
 def waited_file(g, view):
     """A sleep/poll loop on a lock or marker file: whoever holds or has the file open.  A read
     from a filesystem served from user space (FUSE): the process serving it."""
@@ -715,6 +731,7 @@ def sleeping(g, view):
 
 FINDERS = {
     "lock": waited_thread,
+    "db-busy": lambda g, view: file_lock_holder_of_file(g, view) or waited_thread(g, view),
     "thread-join": joined,
     "queue-get": waited_thread,
     "queue-put": waited_thread,

@@ -78,6 +78,7 @@ KINDS = (
     _k("prompt", "io", True, rank=4, asleep=True, idle=True,
        doing="waiting for someone to answer an interactive prompt"),
     _k("lock", "locks", True, rank=3, asleep=True, doing="blocked on a lock", band="lock"),
+    _k("db-busy", "locks", True, rank=3, asleep=True, doing="waiting for a database's lock", band="lock"),
     _k("ipc", "locks", False, rank=2, asleep=True, doing="waiting for a message from another process",
        band="network"),
     _k("pipe", "unknown", False, rank=2, asleep=True, doing="blocked on a pipe", band="network"),

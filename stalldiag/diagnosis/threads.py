@@ -29,6 +29,8 @@ FRAME_REFINES = {
     "ipc": ("pipe", "ipc", "poll", "lock", "other"),
     "network": ("network", "poll", "other"),
     "lock": ("lock", "other"),
+    # (a statement of an in-process database asleep: its busy handler polls the database's lock)
+    "db-busy": ("sleep", "lock"),
 }
 
 # Framework context that decides a thread's kind, in priority order:

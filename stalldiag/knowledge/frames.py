@@ -255,6 +255,11 @@ FRAME_PATTERNS = [
        "ipc", "waits for a multiprocessing.Pool result"),
     _P("python", r"multiprocessing/popen_fork\.py$", r"^(Popen\.)?(wait|poll)$",
        "child", "waits for a multiprocessing child process to exit"),
+    # --- an embedded database: SQLite sleeps in its busy handler (busy_timeout) while another
+    # connection, of this process or another, holds the database's write lock ---------------
+    _P("sqlalchemy", r"sqlalchemy/engine/default\.py$",
+       r"^(DefaultDialect\.)?(do_execute|do_executemany|do_execute_no_params|do_commit)$",
+       "db-busy", "a database statement; asleep in it, SQLite's busy handler waits for the database's lock"),
     # --- sockets and event loops ------------------------------------------------------
     _P("python", r"(^|/)socket\.py$", r"^(socket\.)?(accept|readinto|recv_into)$|^(SocketIO\.)?readinto$|^create_connection$",
        "network", "waits on a socket"),

@@ -30,12 +30,6 @@ KNOWN_WRONG = {
     "hf_trainer_callback_silent_peer": "the tracking server stand-in is the launcher, outside the job, whose "
                                        "handler waits on an Event; the walk follows it there and a guessed edge "
                                        "to the launcher's pipe reader closes a cycle back to the trainer",
-    "sqla_sqlite_locked_by_thread": "SQLite's busy handler sleeping inside cursor.execute reads as a sleep, not "
-                                    "a wait for the database's write lock the audit thread's open transaction "
-                                    "holds",
-    "sqla_sqlite_locked_by_other_process": "the holder of the SQLite lock is a process outside the tree (its "
-                                           "POSIX lock in /proc/locks): the verdict says locks but names a "
-                                           "thread of the job, through a guessed join cycle",
 }
 
 
