@@ -620,6 +620,13 @@ def waited_workers(g, view):
         return waited_peer(g, view)
     threads = [g.main_thread(p.pid) for p in mine]
     threads = [t for t in threads if t is not None]
+    # with pin_memory=True the loop takes its batches from the pin-memory thread of its own
+    # process, which takes them from the workers: a pin-memory thread that works (copying each
+    # batch into page-locked memory) while the loop waits is what the loop waits on
+    pinning = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.kind == "cpu"
+               and frame_table.runs(v.top_stack, frame_table.PIN_MEMORY_LOOP)]
+    if pinning and not any(t.kind in WORKING_KINDS for t in threads):
+        return [Edge(view, pinning[0], "pin-memory", process=False)]
     if threads and stuck(view) and all(frame_table.idle_dataloader_worker(t.top_stack) and stuck(t)
                                        and not g.halted(t) for t in threads):
         # every worker waits for an index while the loop waits for a batch: none is making it.

@@ -71,6 +71,7 @@ EDGE_WORDS = {
     "child": ("its child", "via", "its child (through a {})"),
     "peer": ("the other end of a pipe or socket", "via", "the other end of a {}"),
     "workers": ("its DataLoader workers", None, None),
+    "pin-memory": ("the DataLoader's pin-memory thread, copying batches into page-locked memory", None, None),
     "rank": ("it, in a collective", None, None),
     M.STRAGGLER: ("it, a straggler, in a collective", None, None),
     "sibling": ("it (a guess: a busier sibling)", None, None),

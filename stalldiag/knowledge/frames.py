@@ -30,6 +30,7 @@ _P = FramePattern
 THREAD_POOL_WORKER = (r"concurrent/futures/thread\.py$", r"^_worker$")
 PROCESS_POOL_WORKER = (r"multiprocessing/pool\.py$", r"^worker$")
 DATALOADER_WORKER = (r"torch/utils/data/_utils/worker\.py$", r"^_worker_loop$")
+PIN_MEMORY_LOOP = (r"torch/utils/data/_utils/pin_memory\.py$", r"^_pin_memory_loop$")
 # a multiprocessing.Pool's threads in the process that made it: one replaces workers, one hands out
 # tasks, one takes results off the result queue and completes the waiting ApplyResult
 POOL_WORKER_HANDLER = (r"multiprocessing/pool\.py$", r"^(Pool\.)?_handle_workers$")
