@@ -546,6 +546,10 @@ def work_in_flight(g, view):
     tasks = [v for v in g.views if v is not view and v.n_samples and v.top_stack and v.pid in g.procs
              and not g.procs[v.pid].outside_tree and not waits_by_design(v) and runs_user_code(v.top_stack)
              and (v.pid != view.pid or not v.is_main)]   # (the waiter's own main thread drives it)
+    # a worker process below the waiter that is stopped or frozen holds whatever task it had; its
+    # stack cannot be read while it is stopped
+    tasks += [t for t in (g.main_thread(pid) for pid in below if pid in g.procs and not g.procs[pid].outside_tree)
+              if t is not None and t not in tasks and g.halted(t)]
     # (a task that computes between short waits, a shard read, a sleep, is running all the same)
     tasks.sort(key=lambda v: (v.pid in below, g.halted(v), v.kind in WORKING_KINDS or stuck(v), g.weight(v)),
                reverse=True)
