@@ -729,6 +729,15 @@ def compiler_of(g, view):
 
 
 def compiling(g, view):
+    if view.kernel_kind in ("child", "poll", "pipe", "lock", "ipc", "sleep"):
+        # a compiler it waits for that is stopped or frozen (cc1plus under g++ under an inductor
+        # compile thread): the compile cannot finish until it runs again
+        mine = set(g.descendants(view.pid))
+        stopped = [g.main_thread(p.pid) for p in g.proc_list if p.pid in mine and p.exited_at is None
+                   and g.roles.get(p.pid) in ("compiler", "compile-worker")]
+        stopped = [t for t in stopped if t is not None and g.halted(t)]
+        if stopped:
+            return [Edge(view, stopped[0], "compile-step", process=True)]
     tool = compiler_of(g, view)
     if tool is None:
         return []

@@ -89,6 +89,7 @@ EDGE_WORDS = {
     M.POOL_EMPTY: ("a pool with no workers", None, None),
     M.MISSED_TASK_DONE: ("a task_done() that was missed", None, None),
     "compiler": ("a compiler it drives", "tool", "compiler {}"),
+    "compile-step": ("a compiler it waits for, which is stopped", None, None),
 }
 OBJECT_WORDS = {"tcp": "TCP connection", "pipe": "pipe"}
 

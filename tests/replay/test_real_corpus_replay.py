@@ -17,6 +17,9 @@ ROWS = {row["id"]: row for row in run_repros.corpus_rows()}
 RECORDED = sorted(p.stem[len("corpus_"):] for p in CAPTURES.glob("corpus_*.json"))
 
 KNOWN_WRONG = {
+    "numpy_slow_pipe": "a reader waiting on a pipe its feeder fills one block every 20 s, the window between two "
+                       "blocks: said as a wait on the feeder that sleeps (sleep, medium, cannot tell); its writer "
+                       "files the slow input under io",
     "flask_healthy": "a healthy client that sleeps between requests 98% of the window: said as sleeping (its writer "
                      "files the exchange under the network); not a false alarm (cannot tell)",
     "joblib_healthy": "loky workers that compute 15 ms and sleep 10 ms per task, 2 on 2 busy cores: the task "
