@@ -78,7 +78,8 @@ def walk(g, focus):
             if back is not None:
                 loop = chain[back:]
                 ring = into[back + 1:] + [edge]
-                if not edge.guess and all(stuck(v) for v in loop) and stuck(edge.waker) \
+                if not edge.guess and not any(_guess_outside(g, e) for e in ring) \
+                        and all(stuck(v) for v in loop) and stuck(edge.waker) \
                         and not any(_shared_pipe(g, e) for e in ring) \
                         and not (_cycle_kind(ring) == M.CONNECTION_STALL and any(_woken(g, v) for v in loop)):
                     end, cycle = edge, loop
@@ -191,6 +192,15 @@ def _woken(g, view):
     woke = (view.thread.ctx or {}).get("voluntary")
     duration = g.window.duration_s or 0
     return woke is not None and duration > 0 and woke >= WOKEN_PER_S * duration
+
+
+def _guess_outside(g, edge):
+    """A guessed edge to a thread of a process outside the job (a server the job talks to, whose
+    busy sibling thread is only a guess): a cycle through it is not proven."""
+    if edge is None or not edge.guess or edge.waker is None:
+        return False
+    proc = g.procs.get(edge.waker.pid)
+    return proc is not None and bool(proc.outside_tree)
 
 
 def _cycle_kind(ring):
