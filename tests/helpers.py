@@ -206,9 +206,9 @@ time.sleep(120)
 
 # Rows whose recorded verdict is still wrong, and why (strict: a fix makes the test say so).
 KNOWN_WRONG = {
-    "requests_retry_after_ignored": "a urllib3 Retry honouring a server's Retry-After of an hour: the client sleeps "
-                                    "3600 s between attempts; said as a retry loop of the network at medium, sleep "
-                                    "named as the alternative (its writer files it under sleep)",
+    "gamma_pool_worker_oom_killed": "a Pool whose worker the OOM killer took mid-task (SIGKILL) while holding the "
+                                    "pool's task-queue lock: the handler threads wait on that SemLock, said as a "
+                                    "lock wait at medium (its writer files the dead worker, subprocess)",
     "dataloader_exit_hang_queue_feeder_full_pipe": "the main process's queue feeder waits on the queue's write lock, "
                                                    "a process-shared lock a terminated worker held: said as a lock "
                                                    "wait (medium); the reporter files the undrained pipe behind it "

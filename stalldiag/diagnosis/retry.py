@@ -51,7 +51,13 @@ def retrying(g, view):
 def _sleep_left(view):
     """Seconds left of the sleep the thread is in, when its syscall's arguments said."""
     detail = view.top_detail()
-    return detail.get("sleep_s") if isinstance(detail, dict) and view.kind == "sleep" else None
+    if not isinstance(detail, dict) or view.kind != "sleep":
+        return None
+    if detail.get("sleep_s") is not None:
+        return detail["sleep_s"]
+    # (time.sleep before Python 3.11 is a select() on no fds, its timeout the sleep asked for)
+    timeout = detail.get("timeout_ms")
+    return timeout / 1000.0 if not detail.get("watching") and timeout is not None and timeout >= 0 else None
 
 
 def _names_resource(line):

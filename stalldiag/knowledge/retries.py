@@ -52,6 +52,9 @@ ERRNO_CATEGORY = {"EEXIST": "locks", "EAGAIN": None, "EWOULDBLOCK": None}
 # (first match wins; OSError says nothing: sockets, files and pipes all raise it)
 ERROR_WORDS = [
     # (a loop's code is read too: a `timeout=` argument or an `eval_timeout` name is no failure)
+    # a server that answered "not now" (429, a rate limit, a Retry-After): the network works, and
+    # the job waits as it was told to (four blind writers of four filed such a loop under sleep)
+    (re.compile(r"\b429\b|Too Many Requests|rate[- ]?limit|Retry-After|retry_after", re.I), "sleep"),
     # a failure that names its resource first (NAMED rows): GPU memory, a full disk, a fork refused
     # (a pids limit), a server's 5xx
     (re.compile(r"CUDA out of memory|OutOfMemoryError|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED|"
@@ -73,7 +76,7 @@ ERROR_WORDS = [
     (re.compile(r"CalledProcessError|returncode|exit status", re.I), "subprocess"),
 ]
 
-NAMED = 4   # the first rows of ERROR_WORDS: failures that name their resource
+NAMED = 5   # the first rows of ERROR_WORDS: failures that name their resource
 
 # a log line that reports a failure or a retry (the diagnosis's retry evidence and the report's
 # "looks like an error" mark on the last lines written both read this one)
