@@ -19,7 +19,8 @@ def progress_of(scene, findings):
                     "finished its work" % (proc.pid, proc.exit_status or "an unknown status", proc.exited_at)] \
             + found["evidence"]
         return Progress("cannot tell", evidence, clip_items(evidence, 300))
-    ending = None if halted or found["state"] != "no progress seen" else sleep_that_ends(scene.root)
+    ending = None if halted or found["state"] != "no progress seen" else (
+        sleep_that_ends(scene.root) or told_to_wait(g, scene.root))
     if ending:
         # the window fell inside one sleep of the culprit: what it does when the sleep ends (a
         # retry, the next step of a slow loop, the same wait again) was not seen
@@ -45,6 +46,18 @@ def sleep_that_ends(view):
             "shows" % (view.label, left))
 
 
+def told_to_wait(g, view):
+    """"X waits as it was told ..." when the chain's end retries between sleeps its server asked
+    for (a 429, a rate limit, a Retry-After) or a back-off grown long: the wait ends by itself, and
+    what comes after it (the next attempt) a window across it shows; else None."""
+    retry = g.retry(view) if view is not None else None
+    if not retry or retry.get("category") != "sleep" or retry.get("asked_wait"):
+        return None      # (a wait of minutes still to go holds the job that long: no progress, as far as seen)
+    return ("cannot tell whether %s advances: it waits between attempts as it was told (%s), and the wait ends by "
+            "itself; what the next attempt does a window across it shows" % (
+                view.label, "a rate limit or Retry-After its output names"))
+
+
 def blockers(scene, findings):
     """Why the job cannot move, whatever CPU its threads burn: a stopped or frozen process it needs
     (a rank, or one on the wait chain), a deadlock, a lock held at fork, a training loop starved of
@@ -52,6 +65,8 @@ def blockers(scene, findings):
     g, walk, chain = scene.g, scene.walk, scene.chain
     out, done = [], set()
     for item in findings:
+        if item.kind == M.RETRY_LOOP and item.facts.get("category") == "sleep":
+            continue    # (a wait the server asked for, or a back-off grown long, ends by itself)
         if item.kind in table.BLOCKS_PROGRESS and item.facts.get("failing", True):   # (a retry that shows failures)
             out.append("%s (it cannot resolve by itself)" % table.sentence(g, item))
     focus = chain[0]
