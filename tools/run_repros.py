@@ -150,6 +150,16 @@ def corpus_rows():
     return rows
 
 
+def corpus_report(path):
+    """The report (its verdict, chain and capture) of a JSON report a run wrote, built again from
+    its capture by this checkout's diagnosis."""
+    from stalldiag.capture import load_report
+    from stalldiag.report import build_report
+    loaded = load_report(path)
+    capture = loaded.get("capture", loaded)
+    return dict(build_report(capture), capture=capture)
+
+
 def judge_corpus(row, report):
     """None when a corpus case's report meets its truth, else what is wrong: the category, the
     progress it must not say, the culprit (a thread whose stacks show one of culprit_frames, or a

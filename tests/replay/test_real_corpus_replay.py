@@ -10,8 +10,6 @@ from helpers import CAPTURES, KNOWN_WRONG_CORPUS as KNOWN_WRONG, ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
 import run_repros  # noqa: E402
-from stalldiag.capture import load_report  # noqa: E402
-from stalldiag.report import build_report  # noqa: E402
 
 ROWS = {row["id"]: row for row in run_repros.corpus_rows()}
 RECORDED = sorted(p.stem[len("corpus_"):] for p in CAPTURES.glob("corpus_*.json"))
@@ -25,7 +23,5 @@ def test_every_recorded_case_is_in_the_corpus():
 @pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(reason=KNOWN_WRONG[c], strict=True))
                                   if c in KNOWN_WRONG else c for c in RECORDED])
 def test_a_corpus_case_replays_to_its_truth(case):
-    report = load_report(str(CAPTURES / ("corpus_%s.json" % case)))
-    report = dict(build_report(report.get("capture", report)), capture=report.get("capture", report))
-    wrong = run_repros.judge_corpus(ROWS[case], report)
+    wrong = run_repros.judge_corpus(ROWS[case], run_repros.corpus_report(str(CAPTURES / ("corpus_%s.json" % case))))
     assert wrong is None, wrong
