@@ -109,6 +109,10 @@ def file_wait(scene):
     if not wait or view.kind not in ("sleep", "poll", "other"):
         return None
     others = wait.others(view.pid)
+    if not others and view.pid in (wait.flock_holders or []):
+        # its own process holds the lock it polls for, through another open file (a second lock
+        # object on the same path): the kernel names the holder, and it is not gone
+        others = [view.pid]
     path = wait.path or path_in_source(view)
     unknown = None if path else "the path it polls (neither the loop's locals nor its source name it)"
     facts = dict(waiter=view, wait=wait, others=others, path=path)
@@ -157,8 +161,11 @@ def stale_lock_file(g, waiter, wait, others, path=None):
 
 
 def lock_file(g, waiter, wait, others, path=None):
-    return "Blocked on a lock file: %s polls %s (%s), held or open by pid %s" % (
+    text = "Blocked on a lock file: %s polls %s (%s), held or open by pid %s" % (
         waiter.label, _path(wait, path), wait.library or "its code", ", ".join(map(str, others)) or "nobody")
+    if others == [waiter.pid]:
+        text += " (its own process: it holds the lock through another open file, a lock it took itself)"
+    return text
 
 
 def file_never_written(g, waiter, wait, others, path=None):
