@@ -13,7 +13,8 @@ from typing import Any, List, Optional
 from ..records import typed_record
 from . import edges as edge_finders
 from .motion import stuck
-from .views import waited_targets
+from .views import waited_targets, waits_by_design
+from ..knowledge.roles import runs_dispatched_task
 from .types import Edge, Finding
 from .registry.names import M
 
@@ -63,6 +64,14 @@ def walk(g, focus):
         if current is focus and current.kind in ("sleep", "poll", "other", "tty") \
                 and (current.pid, current.tid) not in g.file_waits:
             candidates = candidates + edge_finders.busier_thread(g, current)
+        if current is focus and waits_by_design(current) and current.kind != "loop-wakeup":
+            # (a loop that watches only its own wake-up socket is the lost wake-up's to explain)
+            # the focus is a framework's idle thread (a Dask worker's event loop, a server's loop):
+            # the work is where its process runs a task, not at the peers it idles with
+            local = [e for e in edge_finders.work_in_flight(g, current)
+                     if (e.waker.pid == current.pid or e.waker.pid in g.descendants(current.pid))
+                     and runs_dispatched_task(e.waker.top_stack)]
+            candidates = local + [e for e in candidates if e not in local]
         if not candidates and current.kind not in edge_finders.WORKING_KINDS \
                 and edge_finders.dispatch_wait(current.top_stack):
             # a framework's call waits for work it handed out (a task, a map's chunk): follow it

@@ -133,6 +133,24 @@ DISPATCH_WAITS = (
 )
 
 
+# The loops in which a framework's pool thread or process runs the tasks handed to it: a thread
+# with one of these on its stack and the user's code inside runs a task the framework dispatched.
+TASK_RUNNERS = (
+    (r"concurrent/futures/thread\.py$", r"^_worker$"),
+    (r"distributed/(threadpoolexecutor|_concurrent_futures_thread)\.py$", r"^(_worker|_WorkItem\.run)$"),
+    (r"multiprocessing/pool\.py$", r"^worker$"),
+    (r"loky/process_executor\.py$", r"^_process_worker$"),
+    (r"torch/utils/data/_utils/worker\.py$", r"^_worker_loop$"),
+)
+
+
+def runs_dispatched_task(stack):
+    """The thread runs a task a framework's pool handed it (TASK_RUNNERS), the user's code inside."""
+    return runs_user_code(stack) and any(
+        regex(file).search(canonical_file(frame[1])) and regex(function).search(frame[0] or "")
+        for frame in stack or [] for file, function in TASK_RUNNERS)
+
+
 def dispatch_wait(stack):
     """The framework of the dispatch wait a thread is in (a Dask client's Future.result, datasets'
     map), else None."""
@@ -164,4 +182,4 @@ def runs_user_code(stack):
     return any(not is_library_file(frame[1]) and (frame[1] or "") != "<string>" for frame in own_frames(stack))
 
 
-__all__ = ["NATIVE_ROLES", "native_role", "DISPATCH_WAITS", "ROLES", "Role", "dispatch_wait", "role_of", "runs_user_code"]
+__all__ = ["TASK_RUNNERS", "runs_dispatched_task", "NATIVE_ROLES", "native_role", "DISPATCH_WAITS", "ROLES", "Role", "dispatch_wait", "role_of", "runs_user_code"]

@@ -20,6 +20,9 @@ TRUTH = {
     # a Dask task blocks on an Event nobody sets: the worker thread running it, not an idle loop
     "dask_event": ("locks", (5122, 5134), STALLED, None),
     "dask_dep": ("locks", (5334, 5349), STALLED, None),
+    # the same, the Dask worker process inspected by itself: its event loop idles by design, and
+    # its executor thread runs the task that waits (it read as two idle loops waiting on each other)
+    "dask_worker_inspected": ("locks", (21389, 21407), STALLED, None),
     # datasets' map: the worker in flock on the file the parent holds (either end of the lock)
     "datasets_flock": ("locks", {5384, 5378}, STALLED, None),
     "datasets_socket": ("network", (5416, 5416), STALLED, None),
