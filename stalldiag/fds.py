@@ -88,6 +88,17 @@ def inet_sockets(text, proto):
     return found
 
 
+def _inet_tables(pid, protos):
+    """(inode, description) of every socket of /proc/PID/net/PROTO for each of protos, in that
+    process's network namespace; a table that cannot be read is skipped."""
+    for proto in protos:
+        try:
+            text = procfs.read(pid, "net/" + proto)
+        except procfs.ProcfsError:
+            continue
+        yield from inet_sockets(text, proto).items()
+
+
 class SocketTable:
     """Inode -> socket description for the namespaces of the processes we watch."""
 
@@ -127,14 +138,9 @@ class SocketTable:
         wanted = set(inodes)
         found = {}
         for pid in pids:
-            for proto in ("tcp", "tcp6"):
-                try:
-                    text = procfs.read(pid, "net/" + proto)
-                except procfs.ProcfsError:
-                    continue
-                for inode, entry in inet_sockets(text, proto).items():
-                    if inode in wanted and "rx_queue" in entry:
-                        found[inode] = [entry["rx_queue"], entry["tx_queue"]]
+            for inode, entry in _inet_tables(pid, ("tcp", "tcp6")):
+                if inode in wanted and "rx_queue" in entry:
+                    found[inode] = [entry["rx_queue"], entry["tx_queue"]]
             if wanted <= set(found):
                 break
         return found
@@ -156,13 +162,8 @@ class SocketTable:
 
     def _load(self, pid):
         self._loaded_for.add(pid)
-        for proto in ("tcp", "tcp6", "udp", "udp6"):
-            try:
-                text = procfs.read(pid, "net/" + proto)
-            except procfs.ProcfsError:
-                continue
-            for inode, entry in inet_sockets(text, proto).items():
-                self._by_inode[inode] = entry
+        for inode, entry in _inet_tables(pid, ("tcp", "tcp6", "udp", "udp6")):
+            self._by_inode[inode] = entry
         try:
             lines = procfs.read(pid, "net/unix").splitlines()[1:]
         except procfs.ProcfsError:

@@ -53,9 +53,9 @@ def told_to_wait(g, view):
     retry = g.retry(view) if view is not None else None
     if not retry or retry.get("category") != "sleep" or retry.get("asked_wait"):
         return None      # (a wait of minutes still to go holds the job that long: no progress, as far as seen)
-    return ("cannot tell whether %s advances: it waits between attempts as it was told (%s), and the wait ends by "
-            "itself; what the next attempt does a window across it shows" % (
-                view.label, "a rate limit or Retry-After its output names"))
+    return ("cannot tell whether %s advances: it waits between attempts as it was told (a rate limit or "
+            "Retry-After its output names), and the wait ends by itself; what the next attempt does a window "
+            "across it shows" % view.label)
 
 
 def blockers(scene, findings):

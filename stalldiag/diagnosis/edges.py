@@ -347,11 +347,16 @@ def file_lock_holder(g, view):
         waiters = lock.waiter_pids if blocked else lock.pollers
         if view.pid not in waiters or not lock.holder_pid:
             continue
-        thread = g.most_telling_thread(lock.holder_pid)
-        said = [Finding.about(M.FILE_LOCK, view, waiter=view, lock=lock, blocked=blocked,
-                              holder_proc=g.procs.get(lock.holder_pid))]
-        return [Edge(view, thread, M.FILE_LOCK, {"lock": lock, "blocked": blocked}, findings=said, process=True)]
+        return [_file_lock_edge(g, view, lock, blocked)]
     return []
+
+
+def _file_lock_edge(g, view, lock, blocked, stops=False):
+    """view waits for a lock of /proc/locks: an edge to its holder's most telling thread."""
+    said = [Finding.about(M.FILE_LOCK, view, waiter=view, lock=lock, blocked=blocked,
+                          holder_proc=g.procs.get(lock.holder_pid))]
+    return Edge(view, g.most_telling_thread(lock.holder_pid), M.FILE_LOCK, {"lock": lock, "blocked": blocked},
+                findings=said, process=True, stops=stops)
 
 
 def file_lock_holder_of_file(g, view):
@@ -360,13 +365,10 @@ def file_lock_holder_of_file(g, view):
     mine = {f.get("target") for f in (g.procs[view.pid].files_end or []) if f.get("kind") == "file"} \
         if view.pid in g.procs else set()
     for lock in g.file_locks:
-        if lock.holder_pid and lock.holder_pid != view.pid and getattr(lock, "path", None) in mine:
-            thread = g.most_telling_thread(lock.holder_pid)
-            if thread is not None:
-                said = [Finding.about(M.FILE_LOCK, view, waiter=view, lock=lock, blocked=False,
-                                      holder_proc=g.procs.get(lock.holder_pid))]
-                return [Edge(view, thread, M.FILE_LOCK, {"lock": lock, "blocked": False}, findings=said, process=True,
-                             stops=True)]   # (its holder holds it, whatever it waits on itself)
+        if lock.holder_pid and lock.holder_pid != view.pid and lock.path in mine \
+                and g.most_telling_thread(lock.holder_pid) is not None:
+            # (its holder holds it, whatever it waits on itself)
+            return [_file_lock_edge(g, view, lock, False, stops=True)]
     return []
 
 
@@ -715,10 +717,14 @@ def rank_fallback(g, view):
 
 # --- compiling ------------------------------------------------------------------------------
 
+# what a compiling thread's kernel shows while it waits for the compilers it drives
+COMPILE_WAITS = ("child", "poll", "pipe", "lock", "ipc", "sleep")
+
+
 def compiler_of(g, view):
     """The busiest compiler or compile worker a compiling thread drives (gcc, ptxas,
     inductor's workers), or None.  The compiling thread stays the end of the walk."""
-    if view.kernel_kind not in ("child", "poll", "pipe", "lock", "ipc", "sleep"):
+    if view.kernel_kind not in COMPILE_WAITS:
         return None
     mine = set(g.descendants(view.pid))
     kids = [p for p in g.proc_list if g.roles.get(p.pid) in ("compiler", "compile-worker")
@@ -729,7 +735,7 @@ def compiler_of(g, view):
 
 
 def compiling(g, view):
-    if view.kernel_kind in ("child", "poll", "pipe", "lock", "ipc", "sleep"):
+    if view.kernel_kind in COMPILE_WAITS:
         # a compiler it waits for that is stopped or frozen (cc1plus under g++ under an inductor
         # compile thread): the compile cannot finish until it runs again
         mine = set(g.descendants(view.pid))

@@ -94,6 +94,18 @@ EDGE_WORDS = {
 OBJECT_WORDS = {"tcp": "TCP connection", "pipe": "pipe"}
 
 
+def request_clause(g, target):
+    """Where a request sent on a connection is (graph.request_at_peer): "the other end holds N
+    bytes ...: it never read the request", "nothing waits unread at the other end: ...", or None
+    where the socket queues were not read."""
+    where = g.request_at_peer(target)
+    if where is None:
+        return None
+    if where[0] == "unread":
+        return "the other end holds %d bytes sent to it that it has not read: it never read the request" % where[1]
+    return "nothing waits unread at the other end: it read what was sent and has not answered"
+
+
 def edge_words(edge, ranks=0):
     """"waits for lock_b, which it holds": what an edge's waiter waits for, in words (ranks: the
     job's ranks, said of a collective's edge); None for no edge."""

@@ -3,7 +3,7 @@
 edges.py, walk.py and evidence.py find; this module says.  One function per finding kind, each
 taking the Finding's facts; registry.py names, for each mechanism, the function that says it.
 """
-from .explain import code_text, doing, doing_call, edge_words, frame_text, pct, process_text
+from .explain import code_text, doing, doing_call, edge_words, frame_text, pct, process_text, request_clause
 from .registry.names import M
 
 LOCK_TYPES = {"FLOCK": "flock()", "POSIX": "POSIX (fcntl/lockf)", "OFDLCK": "open-file-description (OFD)",
@@ -318,12 +318,8 @@ def peer_not_serving(g, waiter, target, peer, peer_thread):
             "or works (%s is %s): it is not answering" % (
                 waiter.label, detail_text(waiter.top_detail()) or target, proc_text(g.procs.get(peer), peer),
                 peer_thread.label, doing(peer_thread)))
-    where = g.request_at_peer(target)
-    if where is not None and where[0] == "unread":
-        text += "; %d bytes sent to it wait unread at its end: it never read the request" % where[1]
-    elif where is not None:
-        text += "; nothing waits unread at its end: it read what was sent and sent no answer"
-    return text
+    where = request_clause(g, target)
+    return text + ("; " + where if where else "")
 
 
 def _timer_words(timeout_ms):

@@ -188,44 +188,42 @@ def gpu_sinks(scene):
         return []
     # (the chain's end only: a focus whose wait the walk followed elsewhere, a rank syncing on a
     # collective's kernel that waits for a peer, waits on what the chain found)
-    for view in [scene.root]:
-        if view is None or view.kind in ("dataloader", "collective", "rendezvous") \
-                or str(g.roles.get(view.pid, "")).startswith("rank ") and view.kind == "cuda" and scene.walk.chain[1:]:
+    view = scene.root
+    if view is None or view.kind in ("dataloader", "collective", "rendezvous") \
+            or str(g.roles.get(view.pid, "")).startswith("rank ") and view.kind == "cuda" and scene.walk.chain[1:]:
+        return []
+    devs = [g.gpus[i] for i in g.devices_of(view.pid) if i in g.gpus]
+    if not devs or (devs[0].real_compute and devs[0].busy_flag):
+        return []      # (a GPU busy with real compute waits on nobody)
+    counts, total, at = Counter(), 0, {}
+    for frames, n in view.stacks:
+        if not frames:
             continue
-        devs = [g.gpus[i] for i in g.devices_of(view.pid) if i in g.gpus]
-        if not devs or (devs[0].real_compute and devs[0].busy_flag):
-            continue      # (a GPU busy with real compute waits on nobody)
-        counts, total, at = Counter(), 0, {}
-        for frames, n in view.stacks:
-            if not frames:
-                continue
+        total += n
+        python = [f for f in frames if (f[1] or "").endswith((".py", ".pyx"))]
+        mine = user_frame_of(frames)
+        code = None
+        if python and mine is python[0] and not is_library_file(mine[1]) and len(mine) > 3 \
+                and isinstance(mine[3], dict):
+            code = mine[3].get("code")    # (the line's own C call: the sync it makes)
+        sink = sink_of_frames(frames, code)
+        if sink is not None:
+            counts[sink.name] += n
+            if n > at.get(sink.name, (0, None))[0]:
+                at[sink.name] = (n, mine)
+    for frames, n in view.native_stacks or []:
+        sink = sink_of_frames(frames)
+        if sink is not None:
+            counts[sink.name] += n
             total += n
-            python = [f for f in frames if (f[1] or "").endswith((".py", ".pyx"))]
-            mine = user_frame_of(frames)
-            code = None
-            if python and mine is python[0] and not is_library_file(mine[1]) and len(mine) > 3 \
-                    and isinstance(mine[3], dict):
-                code = mine[3].get("code")    # (the line's own C call: the sync it makes)
-            sink = sink_of_frames(frames, code)
-            if sink is not None:
-                counts[sink.name] += n
-                if n > at.get(sink.name, (0, None))[0]:
-                    at[sink.name] = (n, mine)
-        for frames, n in view.native_stacks or []:
-            sink = sink_of_frames(frames)
-            if sink is not None:
-                counts[sink.name] += n
-                total += n
-        if not counts or not total:
-            continue
-        name, n = counts.most_common(1)[0]
-        if n / total < SINK_SHARE:
-            continue
-        sink = BY_NAME[name]
-        kind = M.GPU_AUTOTUNING if sink.category == "compilation" else M.GPU_WAITS_ON_HOST
-        where = at.get(name, (0, None))[1]
-        return [Finding.about(kind, view, host=view, sink=sink, share=n / total, gpu=devs[0], where=where)]
-    return []
+    if not counts or not total:
+        return []
+    name, n = counts.most_common(1)[0]
+    if n / total < SINK_SHARE:
+        return []
+    sink = BY_NAME[name]
+    kind = M.GPU_AUTOTUNING if sink.category == "compilation" else M.GPU_WAITS_ON_HOST
+    return [Finding.about(kind, view, host=view, sink=sink, share=n / total, gpu=devs[0], where=at.get(name, (0, None))[1])]
 
 
 def gpu_sink_text(g, host, sink, share, gpu, where):

@@ -78,11 +78,9 @@ def spins(view, proc=None):
 def spin_evidence(view):
     """What makes one line on a CPU a spin, not work: the line is a `while` loop's test or the
     body of one (a loop over a condition), or calls what is known to spin or run away (a spin
-    lock, a regular expression), and hands no work to a numeric library.  One line, no syscall
-    and no output alone is also what a long numeric call looks like (a matmul, a forest's fit)."""
+    lock, a regular expression).  One line, no syscall and no output alone is also what a long
+    numeric call looks like (a matmul, a forest's fit): runaway() rules that out first."""
     from ..knowledge.frames import RUNAWAY_CALL
-    if numeric_compute(view):
-        return False
     source = _line_source(view)
     code = (source.get("code") or "").lstrip()
     loop = ((source.get("loop") or {}).get("code") or "").lstrip()

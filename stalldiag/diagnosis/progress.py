@@ -23,6 +23,7 @@ from ..records import typed_record
 from .motion import (STUCK_SHARE, _by_fd, _in_one_function, _silent, _user_line, file_changes, frozen_stack,  # noqa: F401
                      in_one_function, runaway, spins, streams_in, stuck)
 from .types import Process
+from .views import writes_pipe
 from .text import clip_items
 
 # Least CPU use, as a share of one core over the span, that counts as work.
@@ -113,8 +114,11 @@ def _stdio_pipe(proc):
 
 
 def _blocked_writing(view):
-    """A thread blocked writing a pipe (full: its reader does not drain it)."""
-    return view.kind == "pipe" and any(label.startswith("write") for label in view.activity) and view.share >= 0.5
+    """A thread blocked writing a pipe for half the window or more."""
+    return writes_pipe(view) and view.share >= 0.5
+
+
+TRACEBACK_LINE = re.compile(r"^\s+(File \"|\S)|^Traceback \(most recent call last\)")
 
 
 def only_failures(lines, grew):
@@ -132,8 +136,7 @@ def only_failures(lines, grew):
             new.append(line)
     if not new or size < grew * 0.8:
         return None      # (the kept lines do not cover what was written)
-    traceback_line = re.compile(r"^\s+(File \"|\S)|^Traceback \(most recent call last\)")
-    if all(ERROR_LINE.search(line) or traceback_line.match(line) for line in new) and \
+    if all(ERROR_LINE.search(line) or TRACEBACK_LINE.match(line) for line in new) and \
             any(ERROR_LINE.search(line) for line in new):
         return new[0].strip()
     return None

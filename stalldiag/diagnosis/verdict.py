@@ -9,7 +9,7 @@ from typing import List
 from ..records import typed_record
 from .kinds import CATEGORIES, SUMMARY  # noqa: F401
 from .evidence import lines as evidence_lines
-from .explain import blocking_text, detail_text, doing, frame_text, pct, process_text
+from .explain import blocking_text, detail_text, doing, frame_text, pct, process_text, request_clause
 from .hot import hot_code, hot_text, native_hot, native_text
 from .motion import runaway
 from .registry import table
@@ -91,14 +91,8 @@ def _request_words(g, view):
     """Where the request is, for a thread waiting to receive on a connection: unread at the other
     end (never read), or read there and not answered; "" where the queues were not read."""
     from .views import waited_targets
-    for target in waited_targets(view):
-        where = g.request_at_peer(target)
-        if where is None:
-            continue
-        if where[0] == "unread":
-            return "; the other end holds %d bytes sent to it that it has not read: it never read the request" % where[1]
-        return "; nothing waits unread at the other end: it read what was sent and has not answered"
-    return ""
+    where = next((w for w in (request_clause(g, t) for t in waited_targets(view)) if w), None)
+    return "; " + where if where else ""
 
 
 def generic(scene, decision):

@@ -4,6 +4,7 @@
 walk asks for each thread's wait-for edges, does not import the graph that holds them.)
 """
 from ..knowledge import frames as frame_table
+from ..knowledge.roles import native_role, role_of
 from . import kinds
 from .motion import stuck
 
@@ -51,7 +52,6 @@ def waits_by_design(view):
     polling, a listener in accept(), a manager's server, a pool's handler threads, a process
     watcher, a queue's feeder), a native helper parked with no Python stack, or a server in
     accept(): it waits for work, and a wait that ends at it ends where the work went instead."""
-    from ..knowledge.roles import native_role, role_of
     if accepting(view) or idle_helper(view):
         return True
     if view.kind in ("cpu", "io", "compile"):
@@ -59,6 +59,11 @@ def waits_by_design(view):
     if not view.top_stack and native_role(view.comm) is not None:
         return True      # (pt_autograd_0 between two backward passes: it waits for the next one)
     return role_of(view.top_stack) is not None
+
+
+def writes_pipe(view):
+    """A thread caught writing a pipe (a full one: its reader does not drain it)."""
+    return view.kind == "pipe" and any(label.startswith("write") for label in view.activity)
 
 
 def waited_targets(view):

@@ -13,7 +13,7 @@ from typing import Any, List, Optional
 from ..records import typed_record
 from . import edges as edge_finders
 from .motion import stuck
-from .views import waited_targets, waits_by_design
+from .views import waited_targets, waits_by_design, writes_pipe
 from ..knowledge.roles import runs_dispatched_task
 from .types import Edge, Finding
 from .registry.names import M
@@ -68,9 +68,9 @@ def walk(g, focus):
             # (a loop that watches only its own wake-up socket is the lost wake-up's to explain)
             # the focus is a framework's idle thread (a Dask worker's event loop, a server's loop):
             # the work is where its process runs a task, not at the peers it idles with
+            # (work_in_flight's edges into the focus's own tree are the known ones, not guesses)
             local = [e for e in edge_finders.work_in_flight(g, current)
-                     if (e.waker.pid == current.pid or e.waker.pid in g.descendants(current.pid))
-                     and runs_dispatched_task(e.waker.top_stack)]
+                     if (e.waker.pid == current.pid or not e.guess) and runs_dispatched_task(e.waker.top_stack)]
             candidates = local + [e for e in candidates if e not in local]
         if not candidates and current.kind not in edge_finders.WORKING_KINDS \
                 and edge_finders.dispatch_wait(current.top_stack):
@@ -123,8 +123,8 @@ def undrained_pipe(g, walk):
         if edge is None or edge.kind != "peer" or edge.facts.get("via") != "pipe" or edge.waker is None:
             continue
         writer, reader = edge.waiter, edge.waker
-        if not _writes_pipe(writer) or not stuck(writer) or reader.kind in ("cpu", "compile", "io") \
-                or _writes_pipe(reader):
+        if not writes_pipe(writer) or not stuck(writer) or reader.kind in ("cpu", "compile", "io") \
+                or writes_pipe(reader):
             continue   # (a reader blocked writing a pipe of its own is the other half of a deadlock;
                        # a writer whose writes go through between waits has its pipe drained, slowly)
         detail = writer.top_detail() or {}
@@ -140,7 +140,7 @@ def _unread_pipe_at_root(g, writer, chain):
     """The chain's end blocked writing a pipe all window whose reading end only processes hold
     that do not read it (its reader died; the parent that made the pipe keeps a copy and waits on
     something else): (writer, fd, the holder's thread), else None."""
-    if writer is None or not _writes_pipe(writer) or not stuck(writer):
+    if writer is None or not writes_pipe(writer) or not stuck(writer):
         return None
     detail = writer.top_detail() or {}
     fd = detail.get("fd") if isinstance(detail, dict) else None
@@ -152,7 +152,7 @@ def _unread_pipe_at_root(g, writer, chain):
     if not holders:
         return _unread_own_pipe(g, writer, fd, chain) if writer.pid in readers else None
     for pid in holders:
-        if any(target in waited_targets(v) or _writes_pipe(v) for v in g.by_pid.get(pid, [])):
+        if any(target in waited_targets(v) or writes_pipe(v) for v in g.by_pid.get(pid, [])):
             return None      # a thread of it reads the pipe (slowly), or is the other half of a
                              # deadlock (itself blocked writing a pipe): not one undrained pipe
     # the holder nearest the writer on the chain (the shell that runs it, not the job above it)
@@ -169,22 +169,18 @@ def _unread_own_pipe(g, writer, fd, chain):
     process's most telling other thread), else None."""
     target = fd.get("target")
     others = [v for v in g.by_pid.get(writer.pid, []) if v is not writer]
-    if any(target in waited_targets(v) or _writes_pipe(v) for v in others):
+    if any(target in waited_targets(v) or writes_pipe(v) for v in others):
         return None
     before = [v for v in chain if v.pid == writer.pid and v is not writer]
     reader = before[-1] if before else next((v for v in others if v.tid == writer.pid), None)
     return (writer, fd, reader) if reader is not None else None
 
 
-def _writes_pipe(view):
-    return view.kind == "pipe" and any(label.startswith("write") for label in view.activity)
-
-
 def _shared_pipe(g, edge):
     """A pipe edge whose writing end other processes hold too (a parent keeps both ends of every
     pipe it made for its children): the waker is one possible writer, not the one, so the edge
     cannot close a cycle."""
-    if edge is None or edge.kind != "peer" or edge.facts.get("via") != "pipe" or _writes_pipe(edge.waiter):
+    if edge is None or edge.kind != "peer" or edge.facts.get("via") != "pipe" or writes_pipe(edge.waiter):
         return False   # (a writer blocked on a full pipe waits on its reader, whoever else holds it)
     if edge.facts.get("peers", 1) > 1:
         return True

@@ -12,8 +12,9 @@ CPU's (its workers are named by the DataLoader row of the walk, not here).
 (name, category, python frames [(file regex, function regex)], user line regex, native symbol
 regex, what it is, where it was read)
 """
-import re
 from collections import namedtuple
+
+from .frames import regex
 
 Sink = namedtuple("Sink", "name category frames line native meaning source")
 
@@ -73,14 +74,6 @@ SINKS = (
 )
 
 BY_NAME = {s.name: s for s in SINKS}
-_COMPILED = {}
-
-
-def _rx(pattern):
-    compiled = _COMPILED.get(pattern)
-    if compiled is None:
-        compiled = _COMPILED[pattern] = re.compile(pattern)
-    return compiled
 
 
 def sink_of_frames(frames, line_code=None):
@@ -90,12 +83,12 @@ def sink_of_frames(frames, line_code=None):
         for frame in frames or []:
             filename, function = frame[1] or "", frame[0] or ""
             if filename.endswith((".py", ".pyx")) or filename.startswith("<"):
-                if any(_rx(f).search(filename) and _rx(fn).search(function) for f, fn in sink.frames):
+                if any(regex(f).search(filename) and regex(fn).search(function) for f, fn in sink.frames):
                     return sink
-            elif sink.native and _rx(sink.native).search(function):
+            elif sink.native and regex(sink.native).search(function):
                 return sink
     for sink in SINKS:
-        if sink.line and line_code and _rx(sink.line).search(line_code):
+        if sink.line and line_code and regex(sink.line).search(line_code):
             return sink
     return None
 

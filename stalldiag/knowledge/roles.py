@@ -16,9 +16,11 @@ read in the framework's source.  A thread has the role while it is idle in it: t
 is on its stack and no frame of the user's own code is inside it (a ThreadPoolExecutor worker
 that runs the user's function is working, not idle).
 """
+import functools
 from collections import namedtuple
 
-from .frames import canonical_file, is_library_file, own_frames, regex
+from .frames import (DATALOADER_WORKER, PROCESS_POOL_WORKER, THREAD_POOL_WORKER, canonical_file, is_library_file,
+                     own_frames, regex)
 
 Role = namedtuple("Role", "framework file function role waits_for source")
 
@@ -110,8 +112,16 @@ def native_role(comm):
     return None
 
 
-def _matches(frame, row):
-    return bool(regex(row.file).search(canonical_file(frame[1])) and regex(row.function).search(frame[0] or ""))
+def _in(frame, file, function):
+    """The frame is of that file and function (regexes searched: a function pattern may end a
+    qualified name, `...<locals>.monitor_parent`); a standard-library fork's file as the module's."""
+    return bool(regex(file).search(canonical_file(frame[1])) and regex(function).search(frame[0] or ""))
+
+
+@functools.lru_cache(maxsize=8192)
+def _role_of_frame(function, filename):
+    # (every view asks of every frame, many times a diagnosis: a window repeats a few hundred frames)
+    return next((row for row in ROLES if _in((function, filename), row.file, row.function)), None)
 
 
 # Calls in which a framework waits for work it handed out to other threads or processes: a task's
@@ -136,19 +146,16 @@ DISPATCH_WAITS = (
 # The loops in which a framework's pool thread or process runs the tasks handed to it: a thread
 # with one of these on its stack and the user's code inside runs a task the framework dispatched.
 TASK_RUNNERS = (
-    (r"concurrent/futures/thread\.py$", r"^_worker$"),
+    THREAD_POOL_WORKER, PROCESS_POOL_WORKER, DATALOADER_WORKER,
     (r"distributed/(threadpoolexecutor|_concurrent_futures_thread)\.py$", r"^(_worker|_WorkItem\.run)$"),
-    (r"multiprocessing/pool\.py$", r"^worker$"),
     (r"loky/process_executor\.py$", r"^_process_worker$"),
-    (r"torch/utils/data/_utils/worker\.py$", r"^_worker_loop$"),
 )
 
 
 def runs_dispatched_task(stack):
     """The thread runs a task a framework's pool handed it (TASK_RUNNERS), the user's code inside."""
-    return runs_user_code(stack) and any(
-        regex(file).search(canonical_file(frame[1])) and regex(function).search(frame[0] or "")
-        for frame in stack or [] for file, function in TASK_RUNNERS)
+    return runs_user_code(stack) and any(_in(frame, file, function) for frame in stack or []
+                                         for file, function in TASK_RUNNERS)
 
 
 def dispatch_wait(stack):
@@ -156,7 +163,7 @@ def dispatch_wait(stack):
     map), else None."""
     for frame in stack or []:
         for file, function, framework, _source in DISPATCH_WAITS:
-            if regex(file).search(canonical_file(frame[1])) and regex(function).search(frame[0] or ""):
+            if _in(frame, file, function):
                 return framework
     return None
 
@@ -168,9 +175,9 @@ def role_of(stack):
     for depth, frame in enumerate(own):
         if not is_library_file(frame[1]):
             return None      # the user's code runs inside whatever the thread is (a task)
-        for row in ROLES:
-            if _matches(frame, row):
-                return row
+        row = _role_of_frame(frame[0] or "", frame[1] or "")
+        if row is not None:
+            return row
     return None
 
 
