@@ -445,7 +445,7 @@ def waited_peer(g, view):
             if sibling is not view:
                 targets.extend(waited_targets(sibling))
     for target in targets:
-        for pid in g.holders.get(target, ()):
+        for pid in () if g.pipe_ends_known(view, target) else g.holders.get(target, ()):
             if pid != view.pid:
                 peers[pid] += 1
         for pid in g.other_end(target, g.unix_peers):

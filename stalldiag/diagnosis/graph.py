@@ -27,6 +27,23 @@ from .views import ACTIVITY_RANK, idle_helper, stuck_handler, waited_targets
 
 
 LAUNCHER_ROLES = ("launcher",)
+# the access modes of the waker probe's end records (probes/wakers._mode: fdinfo's flags, "rw"
+# where unread) that read or write a pipe; compared whole, as "write" contains the letter r
+READING_MODES = ("read", "rw")
+WRITING_MODES = ("write", "rw")
+
+
+def _other_end_modes(record):
+    """The modes of the end that can end a record's blocked pipe read or write, else None (a
+    socket, a poll set: either end may)."""
+    if record.wait not in ("pipe", "fifo"):
+        return None
+    syscall = record.syscall or ""
+    if syscall.startswith(("write", "pwrite")):
+        return READING_MODES
+    if syscall.startswith(("read", "pread")):
+        return WRITING_MODES
+    return None
 OUTSIDE_WHY = {"lock-holder": "holds a lock it waits for", "pipe-peer": "the other end of its pipe",
                "waker": "holds the other end of what it waits on"}
 
@@ -314,25 +331,33 @@ class WaitGraph:
             for watched in record.watching:
                 if watched.get("target") == target:
                     ends += watched.get("ends") or []
-            out += [e["pid"] for e in ends if e.get("pid") in self.procs]
+            other = _other_end_modes(record)
+            out += [e["pid"] for e in ends if e.get("pid") in self.procs and (other is None or e.get("mode") in other)]
         return list(dict.fromkeys(out))
+
+    def pipe_ends_known(self, view, target):
+        """Whether the waker probe read the access modes of the pipe view blocks reading or
+        writing: then only the holders of its other end can end the wait (a process between them,
+        /bin/sh holding the writing end as its stdout, cannot)."""
+        return any(record.target == target and _other_end_modes(record) is not None
+                   for record in self.wakers.get((view.pid, view.tid), []))
 
     def writer_pids(self, view, target):
         """Processes the waker probe found holding the writing end of the pipe view reads."""
-        return self._end_pids(view, target, "w")
+        return self._end_pids(view, target, WRITING_MODES)
 
     def reader_pids(self, view, target):
         """Processes the waker probe found holding the reading end of the pipe view writes."""
-        return self._end_pids(view, target, "r")
+        return self._end_pids(view, target, READING_MODES)
 
-    def _end_pids(self, view, target, mode):
+    def _end_pids(self, view, target, modes):
         out = []
         for record in self.wakers.get((view.pid, view.tid), []):
             ends = list(record.ends) if record.target == target else []
             for watched in record.watching:
                 if watched.get("target") == target:
                     ends += watched.get("ends") or []
-            out += [e["pid"] for e in ends if mode in str(e.get("mode") or "")]
+            out += [e["pid"] for e in ends if e.get("mode") in modes]
         return list(dict.fromkeys(out))
 
     def shared_mappers(self, view):
