@@ -263,13 +263,9 @@ KNOWN_WRONG_CORPUS = {
     "numpy_slow_pipe": "a reader waiting on a pipe its feeder fills one block every 20 s, the window between two "
                        "blocks: said as a wait on the feeder that sleeps (sleep, medium, cannot tell); its writer "
                        "files the slow input under io",
-    "flask_healthy": "a healthy client that sleeps between requests 98% of the window: said as sleeping (its writer "
-                     "files the exchange under the network); not a false alarm (cannot tell)",
-    "joblib_healthy": "loky workers that compute 15 ms and sleep 10 ms per task, 2 on 2 busy cores: the task "
-                      "thread is found, its sleeps decide (sleep, medium); its writer files it under cpu",
-    "torch_dl_healthy": "DataLoader workers whose __getitem__ sleeps (a shard read stand-in) 85% of the window: "
-                        "said as sleeping workers (its writer: cpu)",
-    "sqla_healthy": "an ingest thread that commits and sleeps between rows: said as sleeping (its writer: io)",
+    "flask_healthy": "a healthy client that sleeps 20 ms between requests, 98% of the window asleep: said as work "
+                     "paced by short sleeps, cpu (its writer files the exchange under the network; the request "
+                     "itself takes under a millisecond, no 5 Hz sample catches it); not a false alarm (cannot tell)",
     "requests_retry_backoff": "urllib3's Retry with back-off around a failing GET: the network's retry loop at "
                               "medium, sleep named as the alternative (the contested row; its writer files it "
                               "under sleep)",

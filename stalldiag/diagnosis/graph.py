@@ -468,6 +468,35 @@ def _kind_from_state(view):
         view.scheduled_share = awake
     if view.kind in SLEEPING_KINDS:
         view.share = min(view.share, max(0.0, 1.0 - awake))
+    paced = paced_work(view, state)
+    if paced:
+        view.rekind(*paced)
+        view.scheduled_share = awake
+        view.paced = ((view.thread.ctx or {}).get("voluntary", 0) / state.numbers["wall_s"],
+                      state.numbers.get("cpu_share") or 0)
+
+
+PACED_RATE = 50.0        # sleeps ended a second (voluntary switches) ...
+PACED_CPU_SHARE = 0.05   # ... with at least this much of a core between them: work paced by sleeps
+
+
+def paced_work(view, state):
+    """(kind, share) of the work a thread does between short sleeps, else None.  A loop that sleeps
+    a few milliseconds between units of work (a dataset's simulated decode, a client pacing its
+    requests, a writer between commits) is caught in the sleep by most /proc samples, yet it wakes
+    hundreds of times a second and spends a real share of a core: the sleeps pace the work, they
+    do not hold it (state._woken_loop is the same rate with no CPU: a timed wait in a loop). Its
+    work is storage where it was caught in storage waits, else CPU."""
+    if view.kernel_kind != "sleep" or view.kind != "sleep" or state.condition in ("stopped", "traced", "frozen"):
+        return None
+    wall, cpu = state.numbers.get("wall_s"), state.numbers.get("cpu_share") or 0
+    woken = (view.thread.ctx or {}).get("voluntary") or 0
+    if not wall or woken / wall < PACED_RATE or cpu < PACED_CPU_SHARE:
+        return None
+    awake = _awake_share(state) or cpu
+    if view.kernel_kinds.get("io", 0) >= STORAGE_SAMPLES:
+        return "io", max(_storage_share(view, awake), view.kernel_kinds["io"] / max(view.n_samples, 1))
+    return "cpu", awake
 
 
 NATIVE_POOL_RUNNING = 0.3   # share of samples on a CPU or runnable of a native pool's worker

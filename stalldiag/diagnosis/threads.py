@@ -114,6 +114,7 @@ class ThreadView:
         self.kind = self._combined_kind()
         self.share = self.context_share.get(self.kind, self.kernel_share)
         self.scheduled_share = None  # set when the scheduler's accounting overrules the samples
+        self.paced = None            # (wakes a second, CPU share) of work paced by short sleeps (graph.paced_work)
 
     def freeze(self):
         """The view is built: what it is (its kind, share and state) no longer changes (checked

@@ -109,9 +109,19 @@ def generic(scene, decision):
     activity, share = culprit.main_activity()
     if not activity.startswith(("on CPU", "D:")):
         activity = "in " + activity
-    text = "%s: %s %s%s of the window%s" % (
-        head, culprit.label, activity, "" if not culprit.n_samples else " %s" % pct(share), "" if hot else where)
-    blocked = blocking_text(culprit)
+    if culprit.paced:
+        # (most samples catch it asleep, yet the sleeps are steps of its work: say so, not where a
+        # sleep's line takes its CPU)
+        rate, cpu = culprit.paced
+        text = "%s: %s works between short sleeps, woken %.0f times a second with %s of a core%s%s" % (
+            head, culprit.label, rate, pct(cpu), where,
+            "; waits on storage in %d of %d samples" % (culprit.kernel_kinds["io"], culprit.n_samples)
+            if culprit.kind == "io" else "")
+        hot, what = None, None
+    else:
+        text = "%s: %s %s%s of the window%s" % (
+            head, culprit.label, activity, "" if not culprit.n_samples else " %s" % pct(share), "" if hot else where)
+    blocked = None if culprit.paced else blocking_text(culprit)
     if blocked and (not what or what.startswith("futex word")):
         text += "; waiting " + blocked      # (the call it waits in says more than a futex's address)
     elif what:
