@@ -269,7 +269,4 @@ KNOWN_WRONG_CORPUS = {
     "requests_retry_backoff": "urllib3's Retry with back-off around a failing GET: the network's retry loop at "
                               "medium, sleep named as the alternative (the contested row; its writer files it "
                               "under sleep)",
-    "hf_trainer_callback_silent_peer": "the tracking server stand-in is the launcher, outside the job, whose "
-                                       "handler waits on an Event; the walk follows it there and a guessed edge "
-                                       "to the launcher's pipe reader closes a cycle back to the trainer",
 }

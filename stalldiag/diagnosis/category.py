@@ -43,6 +43,7 @@ BOUNDARIES = {
     "compile": ("compilation", "compilation"),
     "file-server": ("io", "a file system served by a process (FUSE)"),
     "connection": ("network", "a connection to a stopped server"),
+    "connection-outside": ("network", "a connection to a server outside the job"),
 }
 
 
@@ -103,6 +104,11 @@ def boundary_of(d, walk):
             # a client waits on the server at the other end of its connection, which is stopped
             # (a child of it or not): the wait is the network's, the stop is why
             return "connection", index
+        if edge.kind == "peer" and edge.facts.get("via") == "tcp" and _outside(d, nxt) and not _outside(d, view):
+            # a request the job sent to a server outside it (a tracking service, a feature
+            # store): whatever the server's handler waits on, the job waits on the network, and
+            # the handler's wait is where the request is, not a lock or a sleep of the job's
+            return "connection-outside", index
         if edge.kind in (M.FILE_LOCK, "file-server"):
             return edge.kind, index
         if edge.kind in (M.LOCK_HOLDER, "lock-waiter") or (edge.kind == "sibling" and view.kind == "lock"):
@@ -111,6 +117,11 @@ def boundary_of(d, walk):
     if any(v.kind == "compile" for v in chain):
         return "compile", next(i for i, v in enumerate(chain) if v.kind == "compile")
     return None, None
+
+
+def _outside(d, view):
+    proc = d.procs.get(view.pid)
+    return proc is not None and bool(proc.outside_tree)
 
 
 def python_lock_wait(waiter, holder):
@@ -212,6 +223,8 @@ def decide(kind, link):
     if link is None:
         return category, None
     link_category, words = BOUNDARIES[link]
+    if link == "connection-outside":
+        return link_category, None   # (what a server outside the job waits on, the job cannot change)
     if decisive and not (kind == "lock" and link == "lock"):
         return category, (words if link_category != category else None)
     if link == "child" and kind == "cpu":

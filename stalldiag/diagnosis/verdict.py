@@ -152,9 +152,27 @@ def generic(scene, decision):
             head, g.roles.get(focus.pid), focus.label,
             first_framework_frame(focus) or "a GPU sync at %s" % frame_text(focus.user_frame()),
             g.roles.get(culprit.pid), culprit.label, doing(culprit, tool), where)
+    elif decision.link == "connection-outside":
+        text = _outside_server_text(scene, head)
     elif category == "subprocess" and culprit.pid != focus.pid:
         text = "%s: %s waits for %s, which is %s" % (
             head, focus.label, process_text(g.procs[culprit.pid]), doing(culprit, tool))
     elif culprit is not focus and category != "subprocess":
         text += " (%s waits on it)" % focus.label
     return text
+
+
+def _outside_server_text(scene, head):
+    """"Waiting on the network: <client> waits for a reply from <server>, outside the job; <where
+    the request is>: <the server's thread> is <doing>": a request the job sent to a server it did
+    not start, led by the job's own wait (the server's handler is where the request is)."""
+    g, chain = scene.g, scene.chain
+    index = next(i for i, v in enumerate(chain) if i and g.procs[v.pid].outside_tree)
+    client, server = chain[index - 1], chain[-1]
+    where = _request_words(g, client)
+    blocked = blocking_text(server)
+    doing_there = ("waiting %s, at %s" % (blocked.split(";")[0], frame_text(server.user_frame()))) if blocked \
+        else doing(server, scene.walk.tool_of(server))
+    return "%s: %s at %s waits for a reply from %s%s; there %s is %s" % (
+        head, client.label, frame_text(client.user_frame()), process_text(g.procs[server.pid]) + ", outside the job", where, server.label, doing_there)
+

@@ -77,11 +77,15 @@ def test_every_kind_a_thread_can_have_is_a_root_of_the_table():
     assert {category for category, _words in table.BOUNDARIES.values()} <= set(table.CATEGORIES)
 
 
-def test_a_decisive_root_beats_every_boundary_and_a_weak_one_yields():
+def test_a_decisive_root_beats_every_boundary_but_a_server_outside_the_job_and_a_weak_one_yields():
     for kind, (category, decisive) in table.ROOTS.items():
         for link, (link_category, words) in table.BOUNDARIES.items():
             got = table.decide(kind, link)
-            if decisive and not (kind == "lock" and link == "lock"):
+            if link == "connection-outside":
+                # a request to a server outside the job: what its handler waits on (a lock, an
+                # event) the job cannot change; the job waits on the network
+                assert got == ("network", None), (kind, link)
+            elif decisive and not (kind == "lock" and link == "lock"):
                 assert got == (category, words if link_category != category else None), (kind, link)
             elif (kind, link) == ("cpu", "child"):
                 # a parent joining workers that compute: their CPU (omp_threads_oversubscribed
