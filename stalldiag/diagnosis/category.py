@@ -27,7 +27,7 @@ from . import kinds
 from .kinds import CATEGORIES, SUMMARY  # noqa: F401  (the category table's names: declared with the kinds)
 from .hot import busy_waits_on_children
 from .motion import runaway, streams_in
-from .views import is_lock_file
+from .views import is_lock_file, writes_pipe
 from .registry.names import M
 
 # root kind -> (category, decisive), from the table of thread kinds
@@ -44,6 +44,7 @@ BOUNDARIES = {
     "file-server": ("io", "a file system served by a process (FUSE)"),
     "connection": ("network", "a connection to a stopped server"),
     "connection-outside": ("network", "a connection to a server outside the job"),
+    "slow-feed": ("io", "a pipe whose writer sleeps between writes"),
 }
 
 
@@ -109,6 +110,11 @@ def boundary_of(d, walk):
             # store): whatever the server's handler waits on, the job waits on the network, and
             # the handler's wait is where the request is, not a lock or a sleep of the job's
             return "connection-outside", index
+        if edge.kind == "peer" and edge.facts.get("via") == "pipe" and view.kind == "pipe" \
+                and not writes_pipe(view) and nxt.kind == "sleep" and not d.halted(nxt):
+            # a reader whose only writer sleeps (a data feed that delivers a block, then waits):
+            # its input arrives slowly; the sleep is the writer's pace, not the reader's wait
+            return "slow-feed", index
         if edge.kind in (M.FILE_LOCK, "file-server"):
             return edge.kind, index
         if edge.kind in (M.LOCK_HOLDER, "lock-waiter") or (edge.kind == "sibling" and view.kind == "lock"):
@@ -164,7 +170,11 @@ def decide_category(scene, findings):
     g, walk = scene.g, scene.walk
     culprit = walk.root
     kind = root_kind(g, culprit)
-    link = boundary_of(g, walk)[0]
+    link, index = boundary_of(g, walk)
+    if link == "slow-feed":
+        # the job is blocked on its input: the culprit is the read that waits for it (the writer's
+        # sleep, its pace, is named in the summary)
+        culprit = walk.chain[index]
     if kind == "gpu-saturated":
         # it feeds a GPU that computes all the time: the GPU sets the pace, not its CPU; where
         # others wait on it through a link (a collective), the link's category stands

@@ -142,6 +142,12 @@ def _basis(scene, findings, decision, c):
         # the category is the first link's (a collective, a child, a lock): whatever its other
         # end does, the run waits there
         text = "the wait on %s, whose other end is %s" % (BOUNDARIES[decision.link][1], kinds.of(root).doing or root)
+        if decision.link == "slow-feed":
+            # the writer was not seen writing: that it sleeps between writes, rather than having
+            # stopped feeding, is the likelier reading of one window, not a shown one
+            c.cap("medium", "the writer was not seen writing in the window")
+            c.alternatives.append("a writer that has stopped feeding the pipe for good")
+            c.settle.append(LONGER)
     elif basis == "collective":
         text = "the culprit's wait in a %s for ranks that are not there" % culprit.kind
         if culprit.kind == "rendezvous":

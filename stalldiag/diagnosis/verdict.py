@@ -154,6 +154,13 @@ def generic(scene, decision):
             g.roles.get(culprit.pid), culprit.label, doing(culprit, tool), where)
     elif decision.link == "connection-outside":
         text = _outside_server_text(scene, head)
+    elif decision.link == "slow-feed":
+        reader, writer = _across_boundary(scene)
+        text = "Waiting for input: %s at %s reads a pipe whose writer, %s, sleeps%s at %s: the input comes as " \
+               "fast as the writer writes" % (
+                   reader.label, frame_text(reader.user_frame()), process_text(g.procs[writer.pid]),
+                   " (%s)" % detail_text(writer.top_detail()) if writer.top_detail() else "",
+                   frame_text(writer.user_frame()))
     elif category == "subprocess" and culprit.pid != focus.pid:
         text = "%s: %s waits for %s, which is %s" % (
             head, focus.label, process_text(g.procs[culprit.pid]), doing(culprit, tool))
@@ -166,13 +173,19 @@ def _outside_server_text(scene, head):
     """"Waiting on the network: <client> waits for a reply from <server>, outside the job; <where
     the request is>: <the server's thread> is <doing>": a request the job sent to a server it did
     not start, led by the job's own wait (the server's handler is where the request is)."""
-    g, chain = scene.g, scene.chain
-    index = next(i for i, v in enumerate(chain) if i and g.procs[v.pid].outside_tree)
-    client, server = chain[index - 1], chain[-1]
+    g = scene.g
+    client, server = _across_boundary(scene)
     where = _request_words(g, client)
     blocked = blocking_text(server)
     doing_there = ("waiting %s, at %s" % (blocked.split(";")[0], frame_text(server.user_frame()))) if blocked \
         else doing(server, scene.walk.tool_of(server))
     return "%s: %s at %s waits for a reply from %s%s; there %s is %s" % (
         head, client.label, frame_text(client.user_frame()), process_text(g.procs[server.pid]) + ", outside the job", where, server.label, doing_there)
+
+
+def _across_boundary(scene):
+    """(the thread that waits, the thread it waits on) at the walk's first boundary link."""
+    from .category import boundary_of
+    index = boundary_of(scene.g, scene.walk)[1]
+    return scene.chain[index], scene.chain[index + 1]
 
