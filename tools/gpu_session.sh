@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call (issue 40), the budget being short: the ImageNet example inspected 3 times on
-# this card, then a blind GPU round's first run; every report is written under $OUT as it is
+# this card, how long a native snapshot stops a CUDA process (bench/native_stop.py), then a blind
+# GPU round's first run; every report is written under $OUT as it is
 # made, so a call cut off by its time limit still brings back what ran.
 #   OUT=... bash tools/gpu_session.sh fixtures/repro/gpu_round_a.json fixtures/repro/gpu_round_b.json
 set -u
@@ -10,6 +11,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 start=$(date +%s)
 OUT="$OUT/imagenet" LOGS="$OUT/imagenet/logs" RUNS=3 DURATION=${IMAGENET_S:-6} bash tools/gpu_imagenet.sh
 echo "imagenet: $(( $(date +%s) - start )) s" >> "$OUT/timing.txt"
+python3 bench/native_stop.py --dumps 10 --target plain,torch,cuda --out "$OUT/native_stop.json" > "$OUT/native_stop.txt" 2>&1
+echo "native_stop: $(( $(date +%s) - start )) s" >> "$OUT/timing.txt"
 for manifest in "$@"; do
   name=$(basename "$manifest" .json)
   OUT="$OUT/$name" LOGS="$OUT/$name/logs" MANIFEST="$manifest" DURATION=${ROUND_S:-6} bash tools/gpu_round.sh
