@@ -43,6 +43,7 @@ from .ranks import group as rank_groups_of, suspects as suspect_ranks  # noqa: E
 from .collectives import analyze as collective_gaps, sentence as collective_gap_text  # noqa: E402,F401
 from .threads import sample_kind  # noqa: E402,F401
 from .timeline import sample_key  # noqa: E402,F401
+from ..vocab import Category, Level, ProgressState  # noqa: E402
 
 
 @typed_record(frozen=True)
@@ -118,7 +119,7 @@ def _verdict(result):
         "progress": result.progress.as_dict(),
         "confidence_rests_on": sure.rests_on,
     }
-    if sure.level != "high":
+    if sure.level != Level.HIGH:
         verdict["unknown"] = list(sure.unknown)
         verdict["alternatives"] = list(sure.alternatives)
         verdict["to_settle"] = list(sure.to_settle)
@@ -126,9 +127,9 @@ def _verdict(result):
 
 
 def _nothing(g):
-    return {"category": "unknown", "summary": "Nothing was sampled: the target exited or could not be read",
-            "pid": g.root_pid, "tid": None, "confidence": "low", "evidence": [],
-            "progress": {"state": "no progress seen", "evidence": ["nothing was sampled"]}}
+    return {"category": Category.UNKNOWN, "summary": "Nothing was sampled: the target exited or could not be read",
+            "pid": g.root_pid, "tid": None, "confidence": Level.LOW, "evidence": [],
+            "progress": {"state": ProgressState.NONE_SEEN, "evidence": ["nothing was sampled"]}}
 
 
 def _step_text(g, walk, view):

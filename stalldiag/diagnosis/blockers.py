@@ -5,6 +5,7 @@ from .progress import Progress, assess, starved
 from .registry import table
 from .registry.names import M
 from .text import clip_items
+from ..vocab import Category, ProgressState
 
 
 def progress_of(scene, findings):
@@ -13,19 +14,19 @@ def progress_of(scene, findings):
     halted = blockers(scene, findings)
     found = assess(g.window, g.proc_list, g.views, g.gpus, halted, g.output)
     proc = g.procs.get(scene.focus.pid) if scene.focus is not None else None
-    if proc is not None and proc.exited_at is not None and not halted and found["state"] == "no progress seen":
+    if proc is not None and proc.exited_at is not None and not halted and found["state"] == ProgressState.NONE_SEEN:
         # the run ended inside the window: no sign of progress before is not a stall
         evidence = ["pid %d exited with %s %.1f s into the window: the run ended; its output says whether it "
                     "finished its work" % (proc.pid, proc.exit_status or "an unknown status", proc.exited_at)] \
             + found["evidence"]
-        return Progress("cannot tell", evidence, clip_items(evidence, 300))
-    ending = None if halted or found["state"] != "no progress seen" else (
+        return Progress(ProgressState.CANNOT_TELL, evidence, clip_items(evidence, 300))
+    ending = None if halted or found["state"] != ProgressState.NONE_SEEN else (
         sleep_that_ends(scene.root) or told_to_wait(g, scene.root))
     if ending:
         # the window fell inside one sleep of the culprit: what it does when the sleep ends (a
         # retry, the next step of a slow loop, the same wait again) was not seen
         evidence = [ending] + found["evidence"]
-        return Progress("cannot tell", evidence, clip_items(evidence, 300))
+        return Progress(ProgressState.CANNOT_TELL, evidence, clip_items(evidence, 300))
     return Progress(found["state"], found["evidence"], found["brief"])
 
 
@@ -51,7 +52,7 @@ def told_to_wait(g, view):
     for (a 429, a rate limit, a Retry-After) or a back-off grown long: the wait ends by itself, and
     what comes after it (the next attempt) a window across it shows; else None."""
     retry = g.retry(view) if view is not None else None
-    if not retry or retry.get("category") != "sleep" or retry.get("asked_wait"):
+    if not retry or retry.get("category") != Category.SLEEP or retry.get("asked_wait"):
         return None      # (a wait of minutes still to go holds the job that long: no progress, as far as seen)
     return ("cannot tell whether %s advances: it waits between attempts as it was told (a rate limit or "
             "Retry-After its output names), and the wait ends by itself; what the next attempt does a window "
@@ -65,7 +66,7 @@ def blockers(scene, findings):
     g, walk, chain = scene.g, scene.walk, scene.chain
     out, done = [], set()
     for item in findings:
-        if item.kind == M.RETRY_LOOP and item.facts.get("category") == "sleep":
+        if item.kind == M.RETRY_LOOP and item.facts.get("category") == Category.SLEEP:
             continue    # (a wait the server asked for, or a back-off grown long, ends by itself)
         if item.kind in table.BLOCKS_PROGRESS and item.facts.get("failing", True):   # (a retry that shows failures)
             out.append("%s (it cannot resolve by itself)" % table.sentence(g, item))

@@ -29,6 +29,7 @@ from .hot import busy_waits_on_children
 from .motion import runaway, streams_in
 from .views import is_lock_file, writes_pipe
 from .registry.names import M
+from ..vocab import Category, Condition
 
 # root kind -> (category, decisive), from the table of thread kinds
 ROOTS = {k.name: (k.root, k.decisive) for k in kinds.KINDS}
@@ -52,7 +53,7 @@ BOUNDARIES = {
 def root_kind(d, view):
     """The kind of a chain's end, refined by its role and what it polls."""
     if d.halted(view):
-        return "frozen" if d.halt_state(view).condition == "frozen" else "stopped"
+        return "frozen" if d.halt_state(view).condition == Condition.FROZEN else "stopped"
     role = d.roles.get(view.pid)
     if role == "compiler" or (role == "compile-worker" and view.kind == "cpu"):
         return "compile"
@@ -69,7 +70,7 @@ def root_kind(d, view):
         return "child-poll"
     if view.kind == "cpu" and _gpu_saturated(d, view):
         return "gpu-saturated"
-    if view.kind == "cpu" and view.state is not None and view.state.condition == "throttled" and \
+    if view.kind == "cpu" and view.state is not None and view.state.condition == Condition.THROTTLED and \
             not runaway(view, d.procs.get(view.pid)):
         # (a spin kept from a CPU is still a spin: more CPU would not end it)
         return "cpu-starved"
@@ -156,7 +157,7 @@ class Decision:
                  missing from a collective), "file-wait" (a poll loop on a file), "weak" (a
                  culprit that only sleeps, polls or computes), "unknown"
     """
-    category: str
+    category: Category
     through: Optional[str]
     culprit: Any
     root: str
@@ -181,8 +182,8 @@ def decide_category(scene, findings):
         kind = "cuda" if link is None else "cpu"
     mechanism = table.deciding(findings)
     category, through = _category(g, walk, findings, kind, link)
-    return Decision(category, through, culprit, kind, link, mechanism, _basis(g, culprit, kind, link, mechanism,
-                                                                                  category))
+    return Decision(Category(category), through, culprit, kind, link, mechanism,
+                    _basis(g, culprit, kind, link, mechanism, category))
 
 
 def _category(g, walk, findings, kind, link):
@@ -207,7 +208,7 @@ def _category(g, walk, findings, kind, link):
 
 
 def _basis(g, culprit, kind, link, mechanism, category):
-    if category == "unknown":
+    if category == Category.UNKNOWN:
         return "unknown"
     if mechanism is not None:
         return "mechanism"
@@ -219,7 +220,7 @@ def _basis(g, culprit, kind, link, mechanism, category):
         return "runaway"
     if link is not None:
         return "boundary"
-    if category == "collective" and culprit.kind in ("collective", "rendezvous"):
+    if category == Category.COLLECTIVE and culprit.kind in ("collective", "rendezvous"):
         return "collective"
     if (culprit.pid, culprit.tid) in g.file_waits:
         return "file-wait"

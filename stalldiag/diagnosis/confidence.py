@@ -27,8 +27,9 @@ from .category import BOUNDARIES
 from .motion import runaway, stuck
 from .objects import not_read as object_not_read
 from .registry import table
+from ..vocab import Category, Condition, Level, ProgressState
 
-LEVELS = ("low", "medium", "high")
+LEVELS = (Level.LOW, Level.MEDIUM, Level.HIGH)
 MIN_SAMPLES = 8          # /proc samples of the culprit under which the sampling was thin
 MIN_STACK_SAMPLES = 2    # py-spy samples of a Python culprit under which its stack is a guess
 SHARE_HIGH = 0.8         # share of the window the focus and the culprit spent as the verdict says
@@ -54,8 +55,8 @@ class Confidence:
 
 def assess(scene, findings, decision, progress):
     g, focus, culprit, category = scene.g, scene.focus, decision.culprit, decision.category
-    if category == "unknown":
-        return Confidence("low", "the cause is not determined", ["what the run waits on"], [
+    if category == Category.UNKNOWN:
+        return Confidence(Level.LOW, "the cause is not determined", ["what the run waits on"], [
             "a wait stalldiag has no mechanism for", "a process it could not read"],
             [LONGER, "--children, to read the processes it may wait on", "root or CAP_SYS_PTRACE, for every stack"])
     c = _Levels()
@@ -67,14 +68,14 @@ def assess(scene, findings, decision, progress):
     _idle_by_design(scene, decision, progress, c)
     if c.reasons:
         rests_on += "; " + "; ".join(c.reasons)
-    if c.level == "high":
-        return Confidence("high", rests_on)
+    if c.level == Level.HIGH:
+        return Confidence(Level.HIGH, rests_on)
     return Confidence(c.level, rests_on, _once(c.unknown), _once(c.alternatives), _once(c.settle))
 
 
 class _Levels:
     def __init__(self):
-        self.level = "high"
+        self.level = Level.HIGH
         self.reasons, self.unknown, self.alternatives, self.settle = [], [], [], []
 
     def cap(self, level, reason=None):
@@ -96,34 +97,34 @@ def _basis(scene, findings, decision, c):
             text += ", inferred from stacks and waits"
         elif row.rests_on == "likely":
             text += ", likely from what surrounds the wait, not shown by it"
-            c.cap("medium")
+            c.cap(Level.MEDIUM)
             c.alternatives.append("the thread waits for something else, and the wait ends elsewhere")
         elif row.rests_on == "unnamed":
             text += ", which names nobody who could end the wait"
-            c.cap("medium")
+            c.cap(Level.MEDIUM)
             c.unknown.append(mechanism.unknown or "which thread or process was to end the wait, and why it did not")
         if row.rests_on in ("likely", "unnamed"):
             c.settle.extend(row.settle or (LONGER,))
         elif mechanism.unknown:
-            c.cap("medium", "it could not read %s" % mechanism.unknown)
+            c.cap(Level.MEDIUM, "it could not read %s" % mechanism.unknown)
             c.unknown.append(mechanism.unknown)
             c.settle.extend(row.settle or (LONGER,))
         if row.filed_under is not None and row.category and decision.category != row.category:
             # the mechanism is shown; the category is the first wait's (issue 32), a convention
             # blind writers split on for a pipe between a parent and its child: said, not high
-            c.cap("medium", "the chain is filed under its first wait, %s; under the %s it shows, it is %s"
+            c.cap(Level.MEDIUM, "the chain is filed under its first wait, %s; under the %s it shows, it is %s"
                   % (decision.category, row.kind, row.category))
             c.alternatives.append("%s: %s (the mechanism's own category)" % (row.category, SUMMARY[row.category]))
         if row.contested is not None and decision.category != row.contested[0]:
             other, why = row.contested
-            c.cap("medium", why)
+            c.cap(Level.MEDIUM, why)
             c.alternatives.append("%s: %s" % (other, SUMMARY[other]))
     elif basis == "halted":
         text = "the kernel's state of the culprit (%s)" % g.halt_state(culprit).condition
-        if culprit.pid == scene.focus.pid and g.halt_state(culprit).condition == "stopped":
+        if culprit.pid == scene.focus.pid and g.halt_state(culprit).condition == Condition.STOPPED:
             # the job itself is stopped, and nothing says by whom or why (a terminal's job control
             # is its own row): what the stop stands for is not a category the state shows
-            c.cap("medium", "the job itself is stopped, by a signal nothing here names")
+            c.cap(Level.MEDIUM, "the job itself is stopped, by a signal nothing here names")
             c.unknown.append("who stopped the job, and why (kill -STOP, Ctrl-Z, a debugger, a supervisor)")
             c.alternatives.append("a job paused on purpose, to be continued (SIGCONT)")
             c.settle.append("the job's launcher or supervisor: what sent the stop")
@@ -131,7 +132,7 @@ def _basis(scene, findings, decision, c):
         text = "the culprit's own wait (%s), which explains itself" % root
         if root in WAITS_ON_A_THREAD and not _named_waker(g, culprit):
             text = "the culprit's own wait (%s), whose waker was not found" % root
-            c.cap("medium")
+            c.cap(Level.MEDIUM)
             c.unknown.append("who would end %s's wait (%s): no thread was seen holding or signalling it"
                              % (culprit.label, culprit.frame_kind or root))
             c.alternatives.append("a waker outside what was inspected, or one that died")
@@ -145,7 +146,7 @@ def _basis(scene, findings, decision, c):
         if decision.link == "slow-feed":
             # the writer was not seen writing: that it sleeps between writes, rather than having
             # stopped feeding, is the likelier reading of one window, not a shown one
-            c.cap("medium", "the writer was not seen writing in the window")
+            c.cap(Level.MEDIUM, "the writer was not seen writing in the window")
             c.alternatives.append("a writer that has stopped feeding the pipe for good")
             c.settle.append(LONGER)
     elif basis == "collective":
@@ -153,7 +154,7 @@ def _basis(scene, findings, decision, c):
         if culprit.kind == "rendezvous":
             # ranks that never joined: late, never started, or looking for the store elsewhere;
             # none of the three is seen from the rank that waits
-            c.cap("medium", "why the other ranks have not joined is not seen")
+            c.cap(Level.MEDIUM, "why the other ranks have not joined is not seen")
             c.unknown.append("why the other ranks have not joined the rendezvous")
             c.alternatives.append("ranks that connect to another address or port (the network), or were never "
                                   "started")
@@ -163,23 +164,23 @@ def _basis(scene, findings, decision, c):
     else:
         text = "a culprit that only %s" % ONLY.get(
             kinds.of(root).root if root not in ONLY else root, "waits in a way not understood")
-        c.cap("medium")
+        c.cap(Level.MEDIUM)
         c.alternatives.extend(_weak_root_alternatives(root))
         c.settle.append(LONGER)
         if root not in ("cpu",):
             c.settle.append("--syscalls exact, to see every wake-up of the threads involved")
-    unread = object_not_read(culprit) if culprit is not None and decision.category == "locks" \
+    unread = object_not_read(culprit) if culprit is not None and decision.category == Category.LOCKS \
         and not table.closed(decision.mechanism) else None
     if unread:
         # the object the culprit waits on was there to read and could not be: its state (who
         # holds it, how many arrived) is what a lock verdict stands on, unless a closed mechanism
         # (a cycle of holders) proves it without the object
-        c.cap("medium", "the object the culprit waits on could not be read")
+        c.cap(Level.MEDIUM, "the object the culprit waits on could not be read")
         c.unknown.append("the state of the object %s waits on (%s)" % (culprit.label, unread))
         c.settle.append("--locals, with the permissions to read the target's memory")
     lead = table.leading(table.kept(findings, decision.category))
     if lead is not None and lead is not decision.mechanism and lead.unknown:
-        c.cap("medium", "the summary's %s could not be read" % lead.unknown)
+        c.cap(Level.MEDIUM, "the summary's %s could not be read" % lead.unknown)
         c.unknown.append(lead.unknown)
         c.settle.append(LONGER)
     return text
@@ -199,37 +200,37 @@ def _agreement(scene, decision, c):
     if table.closed(decision.mechanism):
         share = max(share, SHARE_HIGH)
     if share < SHARE_MEDIUM:
-        c.cap("low", "the focus or the culprit spent under half the window as said")
+        c.cap(Level.LOW, "the focus or the culprit spent under half the window as said")
         c.alternatives.append("the run changes what it does within the window (a phase change, a stall that "
                               "began or ended mid-window)")
         c.settle.append(LONGER)
     elif share < SHARE_HIGH:
-        c.cap("medium", "the culprit spent %d%% of the window as said" % round(100 * share))
+        c.cap(Level.MEDIUM, "the culprit spent %d%% of the window as said" % round(100 * share))
         c.settle.append(LONGER)
 
 
 def _sampling(g, culprit, root, c):
     if not culprit.n_samples:
-        c.cap("low", "the culprit was never sampled")
+        c.cap(Level.LOW, "the culprit was never sampled")
     elif culprit.n_samples < MIN_SAMPLES:
-        c.cap("medium", "only %d samples of the culprit" % culprit.n_samples)
+        c.cap(Level.MEDIUM, "only %d samples of the culprit" % culprit.n_samples)
         c.settle.append(LONGER)
     python = g.procs[culprit.pid].python if culprit.pid in g.procs else {}
     # (a blocked thread's stack does not change: one sample of it is as good as many)
     if python.get("stacks") and root in ("cpu", "compile") and culprit.n_framed_samples < MIN_STACK_SAMPLES:
-        c.cap("medium", "%d Python stack samples of the culprit" % culprit.n_framed_samples)
+        c.cap(Level.MEDIUM, "%d Python stack samples of the culprit" % culprit.n_framed_samples)
         c.settle.append(LONGER)
     elif not python.get("stacks") and "permission" in str(python.get("reason") or "").lower():
-        c.cap("medium", "its Python stacks could not be read (%s)" % python.get("reason"))
+        c.cap(Level.MEDIUM, "its Python stacks could not be read (%s)" % python.get("reason"))
         c.settle.append("root or CAP_SYS_PTRACE (or kernel.yama.ptrace_scope=0), for Python stacks")
 
 
 def _contention(focus, culprit, category, g, c):
     # (a spin kept from a CPU spins at the same line once it runs: its wait changes nothing)
-    contended = [v for v in (focus, culprit) if v.state is not None and v.state.condition == "throttled"
+    contended = [v for v in (focus, culprit) if v.state is not None and v.state.condition == Condition.THROTTLED
                  and not runaway(v, g.procs.get(v.pid))]
-    if contended and category not in ("cpu",):
-        c.cap("medium", "%s waited for a CPU much of the window: what it does may change once it runs"
+    if contended and category not in (Category.CPU,):
+        c.cap(Level.MEDIUM, "%s waited for a CPU much of the window: what it does may change once it runs"
               % contended[0].label)
         c.alternatives.append("a process still starting up (imports) on a busy machine")
         c.settle.append("a second inspection once the machine is less loaded")
@@ -241,20 +242,20 @@ def _moves(scene, findings, decision, progress, c):
     g = scene.g
     mechanism = decision.mechanism
     blocks = mechanism is not None and table.row(mechanism).blocks_progress
-    if progress.state == "making progress" and blocks:
-        c.cap("medium", "the run shows progress beside a mechanism that blocks it")
+    if progress.state == ProgressState.MAKING and blocks:
+        c.cap(Level.MEDIUM, "the run shows progress beside a mechanism that blocks it")
     if blocks:
         moved = [v for v in _involved(scene, mechanism) if _ran(g, v)]
         if moved:
-            c.cap("medium", "%s moved in the window (%s), which the verdict says cannot" % (
+            c.cap(Level.MEDIUM, "%s moved in the window (%s), which the verdict says cannot" % (
                 moved[0].label, ", ".join("%s %d" % kv for kv in moved[0].activity.most_common(3))))
             c.alternatives.append("a wait that resolves slowly, not one that never will")
             c.settle.append(LONGER)
     movers = [p for p in g.proc_list if (p.io or {}).get("wchar", 0) >= MOVED_BYTES]
-    if progress.state == "no progress seen" and movers and not blocks:
+    if progress.state == ProgressState.NONE_SEEN and movers and not blocks:
         # nothing counted as progress, yet a process of the job moves data (through a pipe or a
         # socket: a file server, a helper): the run may advance more slowly than it shows
-        c.cap("medium", "pid %d wrote %d bytes in the window, which no progress rule counts" % (
+        c.cap(Level.MEDIUM, "pid %d wrote %d bytes in the window, which no progress rule counts" % (
             movers[0].pid, movers[0].io["wchar"]))
         c.alternatives.append("a run advancing slowly through pid %d" % movers[0].pid)
         c.settle.append(LONGER)
@@ -282,7 +283,7 @@ def _ran(g, view):
     by design; a spin, a CUDA spin-wait and a stopped thread move nothing.)"""
     state = view.state
     if state is None or not kinds.of(view.kind).asleep or runaway(view, g.procs.get(view.pid)) \
-            or state.condition in ("spinning", "stopped", "traced", "frozen"):
+            or state.condition in (Condition.SPINNING, Condition.STOPPED, Condition.TRACED, Condition.FROZEN):
         return False
     waits_in = view.main_activity()[0]
     if sum(n for label, n in view.activity.items() if label in DATA_CALLS and label != waits_in) >= MOVED_SAMPLES:
@@ -294,12 +295,12 @@ def _idle_by_design(scene, decision, progress, c):
     """"Idle by design" is high only when nothing waits on the idle thread and the job's output
     advances: a job that makes no progress beside an idle loop may be waiting on something not
     seen (an event loop's awaits cannot be read before Python 3.14)."""
-    if decision.category != "sleep" or c.level != "high":
+    if decision.category != Category.SLEEP or c.level != Level.HIGH:
         return
     if decision.culprit is not scene.focus:
-        c.cap("medium", "the focus waits on the sleeping thread")
-    elif progress.state != "making progress":
-        c.cap("medium", "nothing shows the job advancing beside it")
+        c.cap(Level.MEDIUM, "the focus waits on the sleeping thread")
+    elif progress.state != ProgressState.MAKING:
+        c.cap(Level.MEDIUM, "nothing shows the job advancing beside it")
     else:
         return
     c.unknown.append("whether the job waits on something not seen (a task's await, a peer)")

@@ -15,6 +15,7 @@ from .explain import detail_text, frame_text
 from .motion import STUCK_SHARE, stuck
 from .registry.names import M
 from .types import Finding
+from ..vocab import Condition
 
 
 # --- adapters ---------------------------------------------------------------------------------
@@ -83,7 +84,7 @@ def event_loop_blocked(g, view):
     from ..knowledge import frames as frame_table
     if not frame_table.in_event_loop_step(view.top_stack) or view.top_stack_count < 0.9 * view.n_stack_samples:
         return None
-    if not (stuck(view) or view.state is not None and view.state.condition in ("computing", "spinning")
+    if not (stuck(view) or view.state is not None and view.state.condition in (Condition.COMPUTING, Condition.SPINNING)
             and view.share >= STUCK_SHARE):
         return None
     return Finding.about(M.EVENT_LOOP_BLOCKED, view, loop_thread=view)

@@ -3,6 +3,7 @@ and the decision (nothing here finds anything: detectors.py and the registry's r
 from .explain import describe_thread, process_text
 from .registry import table
 from .registry.names import M
+from ..vocab import Category
 
 
 def lines(scene, findings, decision):
@@ -68,7 +69,7 @@ def gpu_lines(scene, findings, category):
     out = [g.gpus[index].text() for index in shown]
     out += [table.sentence(g, f) for f in table.kept(findings, category)
             if f.kind in table.GPU_ROWS and table.row(f).evidence_line]
-    if category == "compilation":
+    if category == Category.COMPILATION:
         active = [g.gpus[i] for i in shown if not g.gpus[i].idle]
         if active:
             out.append("GPU activity during compilation (%s) is expected: autotuning benchmarks run kernels"

@@ -9,6 +9,7 @@ a one-block spin kernel SM 0.76%, an NCCL kernel waiting for its peer SM 18% /
 tensor 0%.
 """
 from .registry.names import M
+from ..vocab import Category, Condition
 
 BUSY_FLAG = 90.0        # NVML utilization at or above: "a kernel is always running"
 IDLE = 5.0              # at or below: idle
@@ -142,7 +143,7 @@ def detect(scene):
     if culprit_devs and focus.kind != "dataloader":
         dev = culprit_devs[0]
         if dev.has_gpm and (dev.sm or 0) < LAUNCH_BOUND_SM and culprit.state is not None \
-                and culprit.state.condition == "computing":
+                and culprit.state.condition == Condition.COMPUTING:
             found.append(Finding.about(M.LAUNCH_BOUND, culprit, host=culprit, gpu=dev))
     if focus.kind == "dataloader":
         found += [Finding.about(M.GPU_STARVED, focus, gpu=dev) for dev in focus_devs if dev.idle]
@@ -222,7 +223,7 @@ def gpu_sinks(scene):
     if n / total < SINK_SHARE:
         return []
     sink = BY_NAME[name]
-    kind = M.GPU_AUTOTUNING if sink.category == "compilation" else M.GPU_WAITS_ON_HOST
+    kind = M.GPU_AUTOTUNING if sink.category == Category.COMPILATION else M.GPU_WAITS_ON_HOST
     return [Finding.about(kind, view, host=view, sink=sink, share=n / total, gpu=devs[0], where=at.get(name, (0, None))[1])]
 
 

@@ -23,6 +23,7 @@ from . import kinds
 from .threads import thread_views
 from .types import read
 from .views import ACTIVITY_RANK, idle_helper, stuck_handler, waited_targets
+from ..vocab import Condition
 
 
 
@@ -433,7 +434,7 @@ def _kind_from_state(view):
     state = view.state
     if state is None:
         return
-    if state.condition == "blocked" and view.kernel_kind == "cpu" and not native_pool_worker(view):
+    if state.condition == Condition.BLOCKED and view.kernel_kind == "cpu" and not native_pool_worker(view):
         # caught runnable between timed waits: what it waits in is its most common syscall, and
         # what its stack says about that wait (a DataLoader's batch) applies to it as to any wait
         waits = [(n, k) for k, n in view.kernel_kinds.items() if k != "cpu"]
@@ -443,11 +444,11 @@ def _kind_from_state(view):
     if native_pool_worker(view) and view.kind == "lock":
         # a native pool's worker between barriers computes, whichever of the two it was caught in more
         view.rekind("cpu", view.activity.get("running", 0) / view.n_samples)
-    if state.condition == "spinning":
+    if state.condition == Condition.SPINNING:
         view.kind, view.share = state.target, max(view.share, view.kernel_share)
-    elif state.condition in ("stopped", "traced", "frozen"):
-        view.kind = "stopped" if state.condition != "frozen" else "frozen"
-    elif state.condition == "storage" and view.kind not in ("io", "dataloader", "compile"):
+    elif state.condition in (Condition.STOPPED, Condition.TRACED, Condition.FROZEN):
+        view.kind = "stopped" if state.condition != Condition.FROZEN else "frozen"
+    elif state.condition == Condition.STORAGE and view.kind not in ("io", "dataloader", "compile"):
         view.kind = "io"
     # Samples at 5 Hz can catch a thread that hands work back and forth hundreds of times a
     # second asleep in most of them; the scheduler's accounting is exact.  A computing thread on
@@ -457,13 +458,13 @@ def _kind_from_state(view):
     if awake is None:
         return
     storage = _storage_share(view, awake)
-    if state.condition == "computing" and storage >= STORAGE_BOUND_SHARE and awake < RUNNING_SHARE + 0.1:
+    if state.condition == Condition.COMPUTING and storage >= STORAGE_BOUND_SHARE and awake < RUNNING_SHARE + 0.1:
         # on a CPU a third of the window and in storage waits (fsync, D state) as long: each step
         # waits on the disk (a commit per row), storage sets the pace
         view.rekind("io", storage)
         view.scheduled_share = awake
         return
-    if state.condition == "computing" and awake >= RUNNING_SHARE and view.kernel_kind != "cpu":
+    if state.condition == Condition.COMPUTING and awake >= RUNNING_SHARE and view.kernel_kind != "cpu":
         view.rekind("cpu", awake)
         view.scheduled_share = awake
     if view.kind in SLEEPING_KINDS:
@@ -487,7 +488,7 @@ def paced_work(view, state):
     hundreds of times a second and spends a real share of a core: the sleeps pace the work, they
     do not hold it (state._woken_loop is the same rate with no CPU: a timed wait in a loop). Its
     work is storage where it was caught in storage waits, else CPU."""
-    if view.kernel_kind != "sleep" or view.kind != "sleep" or state.condition in ("stopped", "traced", "frozen"):
+    if view.kernel_kind != "sleep" or view.kind != "sleep" or state.condition in (Condition.STOPPED, Condition.TRACED, Condition.FROZEN):
         return None
     wall, cpu = state.numbers.get("wall_s"), state.numbers.get("cpu_share") or 0
     woken = (view.thread.ctx or {}).get("voluntary") or 0

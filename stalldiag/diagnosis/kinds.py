@@ -17,21 +17,21 @@ the categories a root can name are declared with it (CATEGORIES, and SUMMARY: ea
 """
 
 from ..records import typed_record
+from ..vocab import Category
 
-CATEGORIES = ("locks", "io", "compilation", "cuda", "collective", "network", "subprocess",
-              "cpu", "sleep", "unknown")
+CATEGORIES = tuple(Category)
 
 SUMMARY = {
-    "locks": "Blocked on a lock",
-    "io": "Blocked on storage I/O",
-    "compilation": "Compiling",
-    "cuda": "Waiting on GPU kernels",
-    "collective": "Waiting in a distributed collective",
-    "network": "Waiting on the network",
-    "subprocess": "Waiting on a child program",
-    "cpu": "Busy computing on the CPU",
-    "sleep": "Sleeping (idle by design)",
-    "unknown": "Cause not determined",
+    Category.LOCKS: "Blocked on a lock",
+    Category.IO: "Blocked on storage I/O",
+    Category.COMPILATION: "Compiling",
+    Category.CUDA: "Waiting on GPU kernels",
+    Category.COLLECTIVE: "Waiting in a distributed collective",
+    Category.NETWORK: "Waiting on the network",
+    Category.SUBPROCESS: "Waiting on a child program",
+    Category.CPU: "Busy computing on the CPU",
+    Category.SLEEP: "Sleeping (idle by design)",
+    Category.UNKNOWN: "Cause not determined",
 }
 
 

@@ -25,6 +25,7 @@ from .motion import (STUCK_SHARE, _by_fd, _in_one_function, _silent, _user_line,
 from .types import Process
 from .views import writes_pipe
 from .text import clip_items
+from ..vocab import Condition, ProgressState
 
 # Least CPU use, as a share of one core over the span, that counts as work.
 CPU_WORK = 0.2
@@ -260,7 +261,7 @@ def assess(window, procs, views, gpus, halted=(), output=None):
     # a thread in lockstep with another (caught waiting in most samples) computes as much as the
     # scheduler says it ran
     busy = [v for v in views if v.cpu_seconds and duration
-            and (v.kind in ("cpu", "compile", "dataloader") or v.state is not None and v.state.condition == "computing")
+            and (v.kind in ("cpu", "compile", "dataloader") or v.state is not None and v.state.condition == Condition.COMPUTING)
             and v.user_frame() and (v.state is None or v.state.progressing)
             and v.cpu_seconds / duration >= (THROTTLED_WORK if _throttled(v) else CPU_WORK)]
     frozen = [v for v in busy if runaway(v, procs_by_pid.get(v.pid))]
@@ -335,8 +336,8 @@ def assess(window, procs, views, gpus, halted=(), output=None):
     if halted:
         progress = False
     # (something the job needs is halted or blocked for good: no progress, whatever CPU burns)
-    state = "making progress" if progress else "cannot tell" if (blind or succession or repeating or piped) \
-        and not halted else "no progress seen"
+    state = ProgressState.MAKING if progress else ProgressState.CANNOT_TELL if (
+        blind or succession or repeating or piped) and not halted else ProgressState.NONE_SEEN
     if progress:
         # what shows the run advancing first, then what was seen beside it (a spin elsewhere)
         evidence = signs + [e for e in evidence if e not in signs]
@@ -368,7 +369,7 @@ def _function_text(view):
 
 
 def _throttled(view):
-    return view.state is not None and view.state.condition == "throttled"
+    return view.state is not None and view.state.condition == Condition.THROTTLED
 
 
 def _at(entry):
@@ -380,7 +381,7 @@ def _at(entry):
 def silent_output(window, focus_proc, progress):
     """The facts of a silent-output finding (formatter.silent_output says it) when the run makes
     progress but its stdout/stderr received nothing, else None."""
-    if progress.state != "making progress" or focus_proc is None:
+    if progress.state != ProgressState.MAKING or focus_proc is None:
         return None
     end_wall = (window.start or 0) + (window.duration_s or 0)
     stdio = stdio_changes(focus_proc, end_wall)

@@ -26,6 +26,7 @@ from .text import clip
 from .explain import pct
 from .types import Finding
 from .registry.names import M
+from ..vocab import Condition
 
 GIB = float(1 << 30)
 NEIGHBOUR_CPU = 0.1     # a process outside the job using this share of a CPU is a neighbour
@@ -71,7 +72,7 @@ def allowed_cpus(res, pid):
 
 
 def _waits_for_cpu(view):
-    return view.state is not None and view.state.condition == "throttled" and "throttled_s" not in view.state.numbers
+    return view.state is not None and view.state.condition == Condition.THROTTLED and "throttled_s" not in view.state.numbers
 
 
 def _cpu_limit_how(res, pid, allowed):
@@ -117,7 +118,7 @@ def cpu_contention(g, view):
         return Finding.about(M.CPU_NEIGHBOUR, view, waiter=view, allowed=allowed, host_cpus=host_cpus,
                              neighbours=neighbours[:3])
     runnable = [v for v in g.views if v.pid in g.procs and not g.procs[v.pid].outside_tree
-                and v.state is not None and v.state.condition in ("throttled", "computing", "spinning")]
+                and v.state is not None and v.state.condition in (Condition.THROTTLED, Condition.COMPUTING, Condition.SPINNING)]
     if len(runnable) <= len(allowed):
         return None   # (who else ran there is not known: a neighbour too small to name, or unread)
     return Finding.about(M.CPU_OVERSUBSCRIBED, view, waiter=view, allowed=allowed, host_cpus=host_cpus,
@@ -125,7 +126,7 @@ def cpu_contention(g, view):
 
 
 def _storage_wait(view):
-    return view.kind == "io" or (view.state is not None and view.state.condition == "storage")
+    return view.kind == "io" or (view.state is not None and view.state.condition == Condition.STORAGE)
 
 
 def io(g, view):

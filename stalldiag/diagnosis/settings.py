@@ -16,6 +16,7 @@ only beside the measured signal it explains.
 from ..knowledge import knobs as table
 from .registry.names import M
 from .types import Finding
+from ..vocab import Condition
 
 DEBUG_KNOBS = ("PYTHONDEVMODE", "PYTHONMALLOC", "PYTHONTRACEMALLOC", "COVERAGE_PROCESS_START", "TORCH_USE_CUDA_DSA",
                "TORCH_COMPILE_DEBUG", "PYTORCH_NO_CUDA_MEMORY_CACHING")
@@ -49,7 +50,7 @@ def launch_blocking(scene):
 def blocking_wait(scene):
     g = scene.g
     for view in scene.chain:
-        spinning = view.state is not None and view.state.condition in ("spinning", "computing")
+        spinning = view.state is not None and view.state.condition in (Condition.SPINNING, Condition.COMPUTING)
         if view.kind in ("collective", "cuda") and spinning:
             knob = _set(g, view.pid, ("NCCL_BLOCKING_WAIT", "TORCH_NCCL_BLOCKING_WAIT"))
             if knob:
@@ -75,10 +76,10 @@ def threads_oversubscribed(scene):
     from .resources import allowed_cpus
     g = scene.g
     res = g.resources
-    waiting = [v for v in g.views if v.state is not None and v.state.condition == "throttled"]
+    waiting = [v for v in g.views if v.state is not None and v.state.condition == Condition.THROTTLED]
     if res is None or not waiting:
         return None
-    busy = {v.pid for v in g.views if v.state is not None and v.state.condition in ("computing", "throttled", "spinning")}
+    busy = {v.pid for v in g.views if v.state is not None and v.state.condition in (Condition.COMPUTING, Condition.THROTTLED, Condition.SPINNING)}
     pids = [p.pid for p in g.proc_list if not p.outside_tree and p.exited_at is None and p.pid in busy]
     allowed = allowed_cpus(res, scene.root.pid) or list(range(res.host.cpus or 0))
     per_process = {}

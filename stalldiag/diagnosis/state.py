@@ -22,6 +22,7 @@ uninterruptible (D for other reasons), exited, unknown.  CPU time of a
 spinning, stopped or frozen thread is never progress.
 """
 from ..knowledge import frames as frame_table
+from ..vocab import HALTED, Condition
 
 RUNNING_SHARE = 0.5     # share of /proc samples that makes a thread "on CPU"
 BUSY_CPU_SHARE = 0.3    # or CPU time received, as a share of the window
@@ -41,7 +42,7 @@ class ThreadState:
     """condition + the numbers behind it, and a phrase for the summary."""
 
     def __init__(self, condition, phrase="", numbers=None, progressing=False, target=None):
-        self.condition = condition
+        self.condition = Condition(condition)
         self.phrase = phrase
         self.numbers = numbers or {}
         self.progressing = progressing
@@ -50,7 +51,7 @@ class ThreadState:
     @property
     def halted(self):
         """Stopped, traced or frozen: it will not move until someone else acts."""
-        return self.condition in ("stopped", "traced", "frozen")
+        return self.condition in HALTED
 
     def to_dict(self):
         return {"condition": self.condition, "phrase": self.phrase, "numbers": self.numbers}
@@ -73,31 +74,31 @@ def classify(view, duration, gpus=None, gpu_devices=()):
 
     freezer = ((kernel.get("cgroup") or {}).get("freezer") or {})
     if freezer.get("state") in FREEZER_FROZEN:
-        return ThreadState("frozen", "frozen by its cgroup freezer (%s, %s)" % (
+        return ThreadState(Condition.FROZEN, "frozen by its cgroup freezer (%s, %s)" % (
             freezer.get("path") or "?", freezer.get("state")), numbers)
     if n and share("T", "t") >= RUNNING_SHARE:
         tracer = kernel.get("tracer")
         if tracer:
-            return ThreadState("traced", "stopped by its tracer pid %s (%s)" % (
+            return ThreadState(Condition.TRACED, "stopped by its tracer pid %s (%s)" % (
                 tracer.get("pid"), tracer.get("comm") or "?"), dict(numbers, tracer=tracer.get("pid")))
         pending = ((kernel.get("stop_signals") or {}).get("pending")) or []
-        return ThreadState("stopped", "stopped by a signal (SIGSTOP, SIGTSTP, SIGTTIN or SIGTTOU; state T%s)"
+        return ThreadState(Condition.STOPPED, "stopped by a signal (SIGSTOP, SIGTSTP, SIGTTIN or SIGTTOU; state T%s)"
                            % (", pending %s" % ", ".join(pending) if pending else ""), numbers)
     if n and share("Z", "X") >= RUNNING_SHARE:
-        return ThreadState("exited", "exited", numbers)
+        return ThreadState(Condition.EXITED, "exited", numbers)
     if n and share("D") >= RUNNING_SHARE:
         return _uninterruptible(view, kernel, numbers)
     cpu_share = numbers.get("cpu_share") or 0
     woken = _woken_loop(view, duration, cpu_share)
     if woken:
-        return ThreadState("blocked", woken, numbers)
+        return ThreadState(Condition.BLOCKED, woken, numbers)
     if n and (share("R") >= RUNNING_SHARE or cpu_share >= BUSY_CPU_SHARE):
         # A thread that hands work back and forth (the training loop and the autograd engine)
         # is caught asleep in half the samples; the kernel's CPU accounting says it computes.
         return _on_cpu(view, kernel, duration, numbers, gpu_devices, gpus or {})
     if not n:
-        return ThreadState("unknown", "not sampled", numbers)
-    return ThreadState("blocked", "blocked in %s" % view.kernel_kind, numbers)
+        return ThreadState(Condition.UNKNOWN, "not sampled", numbers)
+    return ThreadState(Condition.BLOCKED, "blocked in %s" % view.kernel_kind, numbers)
 
 
 def _uninterruptible(view, kernel, numbers):
@@ -108,17 +109,17 @@ def _uninterruptible(view, kernel, numbers):
     if in_fault >= view.n_samples * RUNNING_SHARE and (faults.get("majflt") or mapped):
         numbers["majflt"] = faults.get("majflt")
         files = ", ".join("%s (%.0f MB mapped)" % (m["path"], m.get("size", 0) / 1e6) for m in mapped[:3])
-        return ThreadState("storage", "in page faults on memory-mapped data%s (%s major faults)" % (
+        return ThreadState(Condition.STORAGE, "in page faults on memory-mapped data%s (%s major faults)" % (
             ": " + files if files else "", faults.get("majflt", "?")), dict(numbers, mapped=[m["path"] for m in mapped[:3]]))
     if in_fault >= view.n_samples * RUNNING_SHARE and faults.get("majflt"):
         # Major faults with no file mapped as data: anonymous memory coming back from swap.
-        return ThreadState("storage", "in page faults on anonymous memory (%s major faults, no data file mapped): "
+        return ThreadState(Condition.STORAGE, "in page faults on anonymous memory (%s major faults, no data file mapped): "
                            "swapping under memory pressure" % faults["majflt"], dict(numbers, majflt=faults["majflt"]))
     in_d = sum(n for (state, _syscall), n in view.state_syscalls.items() if state == "D")
     if view.kernel_kind == "io" or in_d and view.kernel_kinds.get("io", 0) * 2 >= in_d:
         # (a thread half on a CPU, half in fdatasync: its D samples are storage all the same)
-        return ThreadState("storage", "in uninterruptible sleep on storage (%s)" % _top_wchan(view), numbers)
-    return ThreadState("uninterruptible", "in uninterruptible sleep (D, %s), not storage" % _top_wchan(view), numbers)
+        return ThreadState(Condition.STORAGE, "in uninterruptible sleep on storage (%s)" % _top_wchan(view), numbers)
+    return ThreadState(Condition.UNINTERRUPTIBLE, "in uninterruptible sleep (D, %s), not storage" % _top_wchan(view), numbers)
 
 
 def _top_wchan(view):
@@ -148,7 +149,7 @@ def _on_cpu(view, kernel, duration, numbers, gpu_devices, gpus):
         period = cpu.get("period_us")
         limit = " (%.0f%% of a core)" % (100.0 * quota / period) if quota and period else ""
         numbers.update(throttled_s=round(throttled_s, 2), nr_throttled=cpu["nr_throttled"])
-        return ThreadState("throttled", "runnable but throttled by its cgroup CPU quota%s: got %.2f s of CPU in "
+        return ThreadState(Condition.THROTTLED, "runnable but throttled by its cgroup CPU quota%s: got %.2f s of CPU in "
                            "%.1f s, throttled %d times for %.1f s" % (
                                limit, view.cpu_seconds or 0, duration, cpu["nr_throttled"], throttled_s),
                            numbers, progressing=True)
@@ -156,12 +157,12 @@ def _on_cpu(view, kernel, duration, numbers, gpu_devices, gpus):
     run, wait = sched.get("run_ns", 0) / 1e9, sched.get("wait_ns", 0) / 1e9
     # (A thread that only wakes to go back to sleep was taken out by _woken_loop before this.)
     if duration and wait >= THROTTLED_SHARE * duration and wait >= CONTENDED * run:
-        return ThreadState("throttled", "runnable but waiting for a CPU: %.2f s on CPU and %.2f s waiting for one "
+        return ThreadState(Condition.THROTTLED, "runnable but waiting for a CPU: %.2f s on CPU and %.2f s waiting for one "
                            "in %.1f s (more runnable threads than CPUs it may use)" % (run, wait, duration), numbers, progressing=True)
     spin = _spin_target(view, duration, gpu_devices, gpus)
     if spin:
-        return ThreadState("spinning", spin[1], numbers, target=spin[0])
-    return ThreadState("computing", "on CPU", numbers, progressing=True)
+        return ThreadState(Condition.SPINNING, spin[1], numbers, target=spin[0])
+    return ThreadState(Condition.COMPUTING, "on CPU", numbers, progressing=True)
 
 
 def _spin_target(view, duration, gpu_devices, gpus):

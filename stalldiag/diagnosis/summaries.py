@@ -20,6 +20,7 @@ from .explain import detail_text, doing, frame_text, halted_phrase, process_text
 from .registry.names import M
 from .types import Finding
 from .views import is_lock_file
+from ..vocab import Condition
 
 
 def whole(scene, finding, head, said):
@@ -268,7 +269,7 @@ def halted_text(g, culprit, focus):
 def _focus_wait(focus):
     """"spin-waits in a CUDA call at `x.to(device)` ... behind a collective that needs it"."""
     state = focus.state
-    if state is not None and state.condition == "spinning":
+    if state is not None and state.condition == Condition.SPINNING:
         return "%s, behind a collective that needs it" % state.phrase
     where = first_framework_frame(focus)
     if where:
@@ -316,7 +317,7 @@ KERNEL_CONDITIONS = ("throttled", "spinning", "uninterruptible")
 def kernel_state(scene):
     state = scene.root.state
     if state is None or not (state.condition in KERNEL_CONDITIONS or
-                             state.condition == "storage" and "page faults" in state.phrase):
+                             state.condition == Condition.STORAGE and "page faults" in state.phrase):
         return None
     return Finding.about(M.KERNEL_STATE, scene.root, thread=scene.root, focus=scene.focus)
 
@@ -325,7 +326,7 @@ def kernel_state_text(g, thread, focus):
     state = thread.state
     text = "%s is %s" % (thread.label, state.phrase)
     frame = frame_text(thread.user_frame())
-    if frame and state.condition != "spinning":
+    if frame and state.condition != Condition.SPINNING:
         text += "; at %s" % frame
     return text + _waits_on_it(thread, focus)
 

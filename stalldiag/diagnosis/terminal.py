@@ -9,6 +9,7 @@ from collections import Counter
 
 from .registry.names import M
 from .types import Finding
+from ..vocab import Condition
 
 TERMINAL_CALLS = ("read", "readv", "write", "writev", "ioctl")
 
@@ -16,11 +17,11 @@ TERMINAL_CALLS = ("read", "readv", "write", "writev", "ioctl")
 def stopped_by_terminal(scene):
     """The stopped thread of the root's process group caught in a call on a terminal, or None."""
     g, root = scene.g, scene.root
-    if not g.halted(root) or g.halt_state(root).condition != "stopped":
+    if not g.halted(root) or g.halt_state(root).condition != Condition.STOPPED:
         return None
     for view in g.views:
         state = g.halt_state(view)
-        if state is None or state.condition != "stopped" or not _same_group(g, view, root):
+        if state is None or state.condition != Condition.STOPPED or not _same_group(g, view, root):
             continue
         detail = view.top_detail()
         fd = detail.get("fd") if isinstance(detail, dict) else None

@@ -14,6 +14,7 @@ from .hot import hot_code, hot_text, native_hot, native_text
 from .motion import runaway
 from .registry import table
 from .summaries import first_framework_frame
+from ..vocab import Category
 
 
 @typed_record(frozen=True)
@@ -56,7 +57,7 @@ def exited_focus(scene):
 
 
 def _head(scene, decision):
-    if decision.category == "sleep" and decision.culprit is not scene.focus:
+    if decision.category == Category.SLEEP and decision.culprit is not scene.focus:
         # not idle by design when someone waits on it: a retry or back-off loop holds the run up
         return "Waiting on a thread that sleeps (a retry or back-off loop?)"
     return SUMMARY[decision.category] + (", through %s" % decision.through if decision.through else "")
@@ -64,7 +65,7 @@ def _head(scene, decision):
 
 def _lead_text(scene, lead, head, decision):
     row, said = table.row(lead), table.sentence(scene.g, lead)
-    if row.root_only and decision.category == "collective" and decision.culprit.pid != scene.focus.pid:
+    if row.root_only and decision.category == Category.COLLECTIVE and decision.culprit.pid != scene.focus.pid:
         # the form of the rank that is elsewhere says what it does; the collective is what the
         # job waits in, and leads
         return "%s; %s" % (generic(scene, decision), said[0].lower() + said[1:])
@@ -75,14 +76,14 @@ def _lead_text(scene, lead, head, decision):
 
 def _spins(scene, decision):
     culprit = decision.culprit
-    return decision.category == "cpu" and culprit.kind == "cpu" and runaway(culprit, scene.g.procs.get(culprit.pid))
+    return decision.category == Category.CPU and culprit.kind == "cpu" and runaway(culprit, scene.g.procs.get(culprit.pid))
 
 
 def _hot_of(scene, decision, spins):
     """The culprit's HotCode when it computes under a cpu verdict (or a parent busy-waiting on its
     children, filed under them: its CPU still goes somewhere) and does not spin on one line."""
     culprit = decision.culprit
-    if spins or decision.category not in ("cpu", "subprocess") or culprit.kind not in ("cpu", "cpu-starved"):
+    if spins or decision.category not in (Category.CPU, Category.SUBPROCESS) or culprit.kind not in ("cpu", "cpu-starved"):
         return None
     return hot_code(culprit)
 
@@ -128,7 +129,7 @@ def generic(scene, decision):
         text += "; %s on %s" % ("between runs, waits" if culprit.kind == "cpu" else "waiting", what)
     if culprit.kind in ("network", "ipc"):
         text += _request_words(g, culprit)
-    native = native_hot(culprit) if category in ("cpu", "cuda") else None
+    native = native_hot(culprit) if category in (Category.CPU, Category.CUDA) else None
     if spins and native is not None and native.what and not native.what.startswith("the interpreter"):
         # the native frames tell the two apart: a call that never returns, not a Python loop
         text += ("; it spins: every stack sample at that one line, no syscall, no output: one call that does "
@@ -138,16 +139,16 @@ def generic(scene, decision):
                  "condition nothing changes, or a runaway call)")
     elif hot is not None:
         text += "; " + hot_text(hot)
-    if native is not None and category == "cpu":
+    if native is not None and category == Category.CPU:
         text += "; " + native_text(native)
     tool = scene.walk.tool_of(culprit)
-    if category == "cuda" and culprit.kind == "cuda":
+    if category == Category.CUDA and culprit.kind == "cuda":
         running = culprit.activity.get("running", 0) / culprit.n_samples if culprit.n_samples else 0
         spin = " (the CUDA driver spin-waits: %s on CPU)" % pct(running) if running >= 0.5 else ""
         text = "%s: %s waits for the GPU at %s%s" % (head, culprit.label, frame_text(culprit.user_frame()), spin)
         if native is not None:
             text += "; " + native_text(native)
-    elif category == "collective" and culprit.pid != focus.pid:
+    elif category == Category.COLLECTIVE and culprit.pid != focus.pid:
         text = "%s: %s %s waits in %s; %s %s is elsewhere, %s%s" % (
             head, g.roles.get(focus.pid), focus.label,
             first_framework_frame(focus) or "a GPU sync at %s" % frame_text(focus.user_frame()),
@@ -161,10 +162,10 @@ def generic(scene, decision):
                    reader.label, frame_text(reader.user_frame()), process_text(g.procs[writer.pid]),
                    " (%s)" % detail_text(writer.top_detail()) if writer.top_detail() else "",
                    frame_text(writer.user_frame()))
-    elif category == "subprocess" and culprit.pid != focus.pid:
+    elif category == Category.SUBPROCESS and culprit.pid != focus.pid:
         text = "%s: %s waits for %s, which is %s" % (
             head, focus.label, process_text(g.procs[culprit.pid]), doing(culprit, tool))
-    elif culprit is not focus and category != "subprocess":
+    elif culprit is not focus and category != Category.SUBPROCESS:
         text += " (%s waits on it)" % focus.label
     return text
 

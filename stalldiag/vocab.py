@@ -1,0 +1,75 @@
+"""The report's closed vocabularies, as string enums a type checker sees.
+
+A verdict's category, its confidence level, the progress state and the condition the state model
+finds a thread in are each one of a few words, written into the JSON report and compared by every
+rule that reads them.  Each is declared here once; the code compares members (`Category.SLEEP`),
+never the bare text, and a test (tests/unit/test_vocabulary.py) counts the literals left.
+
+A member *is* its text (a `str`): it compares, hashes, formats and serialises as the word itself,
+so the JSON report, the saved captures and the sentences are unchanged, and a word read back from a
+saved report compares equal to its member.
+"""
+import enum
+
+
+class Word(str, enum.Enum):
+    """A word of a closed vocabulary: a str that is its own text everywhere (str(), %s, format(),
+    json, a dict key), on every Python from 3.8 (whose Enum gives str() and hash() otherwise)."""
+
+    def __str__(self):
+        return str.__str__(self)
+
+    def __format__(self, spec):
+        return str.__format__(str.__str__(self), spec)
+
+    def __repr__(self):
+        return repr(str.__str__(self))
+
+    __hash__ = str.__hash__
+
+
+class Category(Word):
+    """What a run is blocked on: the verdict's headline word."""
+    LOCKS = "locks"
+    IO = "io"
+    COMPILATION = "compilation"
+    CUDA = "cuda"
+    COLLECTIVE = "collective"
+    NETWORK = "network"
+    SUBPROCESS = "subprocess"
+    CPU = "cpu"
+    SLEEP = "sleep"
+    UNKNOWN = "unknown"
+
+
+class Level(Word):
+    """How sure a verdict is (diagnosis/confidence.py caps it from high down)."""
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+
+class ProgressState(Word):
+    """Whether the window shows the run advancing (diagnosis/progress.py)."""
+    MAKING = "making progress"
+    NONE_SEEN = "no progress seen"
+    CANNOT_TELL = "cannot tell"
+
+
+class Condition(Word):
+    """The state a thread is really in, from the kernel's accounting (diagnosis/state.py)."""
+    COMPUTING = "computing"
+    SPINNING = "spinning"
+    THROTTLED = "throttled"
+    STOPPED = "stopped"
+    TRACED = "traced"
+    FROZEN = "frozen"
+    BLOCKED = "blocked"
+    STORAGE = "storage"
+    UNINTERRUPTIBLE = "uninterruptible"
+    EXITED = "exited"
+    UNKNOWN = "unknown"
+
+
+HALTED = (Condition.STOPPED, Condition.TRACED, Condition.FROZEN)   # it will not move until someone else acts

@@ -1,0 +1,65 @@
+"""The closed vocabularies (stalldiag/vocab.py): each word a member that is its own text, and no
+rule of the diagnosis or the renderers comparing a category, a confidence level, a progress state or
+a thread's condition with the bare word (issue 41: a typo in a literal is a rule that never fires,
+and no checker sees it)."""
+import ast
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from stalldiag.vocab import Category, Condition, Level, ProgressState
+
+PACKAGE = Path(__file__).resolve().parents[2] / "stalldiag"
+READERS = sorted((PACKAGE / "diagnosis").rglob("*.py")) + sorted((PACKAGE / "render").rglob("*.py")) + \
+    [PACKAGE / "report.py", PACKAGE / "merge.py"]
+
+# what the compared expression names -> the vocabulary it holds
+HOLDERS = [
+    (re.compile(r"categor"), Category),
+    (re.compile(r"\.level\b|confidence"), Level),
+    (re.compile(r"progress|\[\"state\"\]"), ProgressState),
+    (re.compile(r"\.condition\b"), Condition),
+]
+
+
+def literal_comparisons(paths=READERS):
+    """(file, line, expression, word) of each comparison of a vocabulary's holder with its bare word."""
+    found = []
+    for path in paths:
+        source = path.read_text()
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, ast.Compare):
+                continue
+            left = ast.get_source_segment(source, node.left) or ""
+            for holder, vocabulary in HOLDERS:
+                if not holder.search(left):
+                    continue
+                words = {member.value for member in vocabulary}
+                for right in node.comparators:
+                    items = right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) else [right]
+                    found += [(path.name, item.lineno, left, item.value) for item in items
+                              if isinstance(item, ast.Constant) and item.value in words]
+    return found
+
+
+def test_no_rule_compares_a_category_level_progress_or_condition_with_its_bare_word():
+    assert literal_comparisons() == []
+
+
+def test_the_counter_finds_a_bare_word(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text('if decision.category == "sleep" or view.state.condition in ("stopped", "x"):\n    pass\n')
+    assert [word for *_rest, word in literal_comparisons([planted])] == ["sleep", "stopped"]
+
+
+@pytest.mark.parametrize("member", list(Category) + list(Level) + list(ProgressState) + list(Condition))
+def test_a_member_is_its_own_text_everywhere(member):
+    text = member.value
+    assert member == text and hash(member) == hash(text)
+    assert str(member) == "%s" % member == "{}".format(member) == text
+    assert json.dumps({member: member}) == json.dumps({text: text})
+    assert {text: 1}[member] == 1 and copy.deepcopy(member) is member
+    assert type(member)(text) is member
