@@ -1,7 +1,7 @@
 """The report's closed vocabularies, as string enums a type checker sees.
 
-A verdict's category, its confidence level, the progress state and the condition the state model
-finds a thread in are each one of a few words, written into the JSON report and compared by every
+A verdict's category, its confidence level, the progress state, the condition the state model
+finds a thread in and a thread's kind are each one of a few words, written into the JSON report and compared by every
 rule that reads them.  Each is declared here once; the code compares members (`Category.SLEEP`),
 never the bare text, and a test (tests/unit/test_vocabulary.py) counts the literals left.
 
@@ -70,6 +70,48 @@ class Condition(Word):
     UNINTERRUPTIBLE = "uninterruptible"
     EXITED = "exited"
     UNKNOWN = "unknown"
+
+
+class Kind(Word):
+    """What a thread waits on or does over the window (diagnosis/kinds.py holds each one's row:
+    its category as a chain's end, its rank, its flags)."""
+    COMPILE = "compile"
+    CPU = "cpu"
+    IO = "io"
+    OPEN = "open"
+    NETWORK = "network"
+    CHILD = "child"
+    GPU = "gpu"
+    CUDA = "cuda"
+    TTY = "tty"
+    CPU_STARVED = "cpu-starved"
+    CHILD_POLL = "child-poll"
+    PROMPT = "prompt"
+    LOCK = "lock"
+    DB_BUSY = "db-busy"
+    IPC = "ipc"
+    PIPE = "pipe"
+    PIPE_STREAM = "pipe-stream"
+    DATALOADER = "dataloader"
+    COLLECTIVE = "collective"
+    RENDEZVOUS = "rendezvous"
+    LOOP_WAKEUP = "loop-wakeup"
+    THREAD_JOIN = "thread-join"
+    QUEUE_GET = "queue-get"
+    QUEUE_PUT = "queue-put"
+    FUTURE = "future"
+    CONDITION = "condition"
+    EVENT = "event"
+    SEMAPHORE = "semaphore"
+    SLEEP = "sleep"
+    POLL = "poll"
+    DEVICE = "device"
+    OTHER = "other"
+    UNKNOWN = "unknown"
+    STOPPED = "stopped"
+    FROZEN = "frozen"
+    EXITED = "exited"
+    RETRY = "retry"
 
 
 HALTED = (Condition.STOPPED, Condition.TRACED, Condition.FROZEN)   # it will not move until someone else acts

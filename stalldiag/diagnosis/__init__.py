@@ -43,7 +43,7 @@ from .ranks import group as rank_groups_of, suspects as suspect_ranks  # noqa: E
 from .collectives import analyze as collective_gaps, sentence as collective_gap_text  # noqa: E402,F401
 from .threads import sample_kind  # noqa: E402,F401
 from .timeline import sample_key  # noqa: E402,F401
-from ..vocab import Category, Level, ProgressState  # noqa: E402
+from ..vocab import Category, Kind, Level, ProgressState# noqa: E402
 
 
 @typed_record(frozen=True)
@@ -172,7 +172,7 @@ def _chain(g, walk, ranks=0):
 
 def _resource_text(g, walk):
     """The resource at the end of a chain, when it is one: storage throughput."""
-    if walk.chain[-1].kind != "io":
+    if walk.chain[-1].kind != Kind.IO:
         return ""
     pids = {w.pid for w in walk.workers} or {walk.chain[-1].pid}
     duration = g.window.duration_s or 0

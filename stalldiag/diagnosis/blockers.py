@@ -5,7 +5,7 @@ from .progress import Progress, assess, starved
 from .registry import table
 from .registry.names import M
 from .text import clip_items
-from ..vocab import Category, ProgressState
+from ..vocab import Category, Kind, ProgressState
 
 
 def progress_of(scene, findings):
@@ -36,7 +36,7 @@ SLEEP_ENDS_S = 60   # a sleep with longer left holds the job for minutes: no pro
 def sleep_that_ends(view):
     """"X sleeps through the window, N s left": a thread in one timed sleep for the whole window,
     not woken once, whose sleep ends by itself; else None."""
-    detail = view.top_detail() if view is not None and view.kind == "sleep" else None
+    detail = view.top_detail() if view is not None and view.kind == Kind.SLEEP else None
     left = detail.get("sleep_s") if isinstance(detail, dict) else None
     woken = (view.thread.ctx or {}).get("voluntary")
     # (a loop of short sleeps wakes each time; without the switch counts one sleep is not shown)

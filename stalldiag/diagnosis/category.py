@@ -29,7 +29,7 @@ from .hot import busy_waits_on_children
 from .motion import runaway, streams_in
 from .views import is_lock_file, writes_pipe
 from .registry.names import M
-from ..vocab import Category, Condition
+from ..vocab import Category, Condition, Kind
 
 # root kind -> (category, decisive), from the table of thread kinds
 ROOTS = {k.name: (k.root, k.decisive) for k in kinds.KINDS}
@@ -55,22 +55,22 @@ def root_kind(d, view):
     if d.halted(view):
         return "frozen" if d.halt_state(view).condition == Condition.FROZEN else "stopped"
     role = d.roles.get(view.pid)
-    if role == "compiler" or (role == "compile-worker" and view.kind == "cpu"):
+    if role == "compiler" or (role == "compile-worker" and view.kind == Kind.CPU):
         return "compile"
-    if view.kind in ("child", "pipe") and any(d.roles.get(pid) == "compiler" for pid in d.descendants(view.pid)):
+    if view.kind in (Kind.CHILD, Kind.PIPE) and any(d.roles.get(pid) == "compiler" for pid in d.descendants(view.pid)):
         return "compile"   # waiting on the compilers it runs (g++ per kernel: each lives a second or two)
     wait = d.file_waits.get((view.pid, view.tid))
-    if wait and view.kind in ("sleep", "poll", "other") and is_lock_file(wait):
+    if wait and view.kind in (Kind.SLEEP, Kind.POLL, Kind.OTHER) and is_lock_file(wait):
         return "lock"
     if not wait and d.retry(view):
         return "retry"
     if streams_in(view, d.procs.get(view.pid)):
         return "pipe-stream"
-    if view.kind == "cpu" and busy_waits_on_children(view):
+    if view.kind == Kind.CPU and busy_waits_on_children(view):
         return "child-poll"
-    if view.kind == "cpu" and _gpu_saturated(d, view):
+    if view.kind == Kind.CPU and _gpu_saturated(d, view):
         return "gpu-saturated"
-    if view.kind == "cpu" and view.state is not None and view.state.condition == Condition.THROTTLED and \
+    if view.kind == Kind.CPU and view.state is not None and view.state.condition == Condition.THROTTLED and \
             not runaway(view, d.procs.get(view.pid)):
         # (a spin kept from a CPU is still a spin: more CPU would not end it)
         return "cpu-starved"
@@ -97,9 +97,9 @@ def boundary_of(d, walk):
     rank = lambda v: str(d.roles.get(v.pid)).startswith("rank ")
     for index, view in enumerate(chain[:-1]):
         edge, nxt = walk.into[index + 1], chain[index + 1]
-        if view.kind in ("collective", "rendezvous") or edge.kind in ("rank", M.STRAGGLER) \
+        if view.kind in (Kind.COLLECTIVE, Kind.RENDEZVOUS) or edge.kind in ("rank", M.STRAGGLER) \
                 or (rank(view) and rank(nxt) and nxt.pid != view.pid):
-            return ("rendezvous" if view.kind == "rendezvous" else "collective"), index
+            return ("rendezvous" if view.kind == Kind.RENDEZVOUS else "collective"), index
         if edge.kind == "child":
             return "child", index
         if edge.kind == "peer" and edge.facts.get("via") == "tcp" and d.halted(nxt):
@@ -111,18 +111,18 @@ def boundary_of(d, walk):
             # store): whatever the server's handler waits on, the job waits on the network, and
             # the handler's wait is where the request is, not a lock or a sleep of the job's
             return "connection-outside", index
-        if edge.kind == "peer" and edge.facts.get("via") == "pipe" and view.kind == "pipe" \
-                and not writes_pipe(view) and nxt.kind == "sleep" and not d.halted(nxt):
+        if edge.kind == "peer" and edge.facts.get("via") == "pipe" and view.kind == Kind.PIPE \
+                and not writes_pipe(view) and nxt.kind == Kind.SLEEP and not d.halted(nxt):
             # a reader whose only writer sleeps (a data feed that delivers a block, then waits):
             # its input arrives slowly; the sleep is the writer's pace, not the reader's wait
             return "slow-feed", index
         if edge.kind in (M.FILE_LOCK, "file-server"):
             return edge.kind, index
-        if edge.kind in (M.LOCK_HOLDER, "lock-waiter") or (edge.kind == "sibling" and view.kind == "lock"):
+        if edge.kind in (M.LOCK_HOLDER, "lock-waiter") or (edge.kind == "sibling" and view.kind == Kind.LOCK):
             if python_lock_wait(view, nxt):
                 return "lock", index
-    if any(v.kind == "compile" for v in chain):
-        return "compile", next(i for i, v in enumerate(chain) if v.kind == "compile")
+    if any(v.kind == Kind.COMPILE for v in chain):
+        return "compile", next(i for i, v in enumerate(chain) if v.kind == Kind.COMPILE)
     return None, None
 
 
@@ -136,8 +136,8 @@ def python_lock_wait(waiter, holder):
     itself blocked on a lock.  A bare futex under a library call (backward() waiting for the
     autograd engine, a thread pool's join) waits for work: the other thread's kind decides."""
     from .locks import lock_intent
-    return bool(lock_intent(waiter)["wants"]) or waiter.frame_kind in ("lock", "semaphore") or \
-        holder.kind in ("lock", "stopped", "frozen") or not waiter.top_stack
+    return bool(lock_intent(waiter)["wants"]) or waiter.frame_kind in (Kind.LOCK, Kind.SEMAPHORE) or \
+        holder.kind in (Kind.LOCK, Kind.STOPPED, Kind.FROZEN) or not waiter.top_stack
 
 
 @typed_record(frozen=True)
@@ -193,13 +193,13 @@ def _category(g, walk, findings, kind, link):
             finding = found[mechanism]
             filed_under = table.row(finding).filed_under
             return (filed_under and filed_under(g, walk, finding) or category), None
-    if kind == "retry" or not ROOTS[kind][1]:
+    if kind == Kind.RETRY or not ROOTS[kind][1]:
         # a mechanism that explains a root which explains nothing itself (a lock file's holder
         # that sleeps in a loop catching an exception is holding the lock, not retrying for us)
         for mechanism, category in table.WEAK_ROOT_CATEGORY_OF:
             if mechanism in found:
                 return category, None
-    if kind == "retry":
+    if kind == Kind.RETRY:
         # what the failing call is about decides, wherever the retry sits
         category = g.retry(walk.root)["category"] or "sleep"
         words = BOUNDARIES[link] if link else None
@@ -216,11 +216,11 @@ def _basis(g, culprit, kind, link, mechanism, category):
         return "halted"
     if kinds.of(kind).decisive:
         return "root"
-    if kind == "cpu" and runaway(culprit, g.procs.get(culprit.pid)):
+    if kind == Kind.CPU and runaway(culprit, g.procs.get(culprit.pid)):
         return "runaway"
     if link is not None:
         return "boundary"
-    if category == Category.COLLECTIVE and culprit.kind in ("collective", "rendezvous"):
+    if category == Category.COLLECTIVE and culprit.kind in (Kind.COLLECTIVE, Kind.RENDEZVOUS):
         return "collective"
     if (culprit.pid, culprit.tid) in g.file_waits:
         return "file-wait"
@@ -236,9 +236,9 @@ def decide(kind, link):
     link_category, words = BOUNDARIES[link]
     if link == "connection-outside":
         return link_category, None   # (what a server outside the job waits on, the job cannot change)
-    if decisive and not (kind == "lock" and link == "lock"):
+    if decisive and not (kind == Kind.LOCK and link == "lock"):
         return category, (words if link_category != category else None)
-    if link == "child" and kind == "cpu":
+    if link == "child" and kind == Kind.CPU:
         # a parent that waits for its children while they compute (worker processes, a pool):
         # where the time goes is their CPU, whatever the machine's CPUs leave them
         return category, words

@@ -27,7 +27,7 @@ from .category import BOUNDARIES
 from .motion import runaway, stuck
 from .objects import not_read as object_not_read
 from .registry import table
-from ..vocab import Category, Condition, Level, ProgressState
+from ..vocab import Category, Condition, Kind, Level, ProgressState
 
 LEVELS = (Level.LOW, Level.MEDIUM, Level.HIGH)
 MIN_SAMPLES = 8          # /proc samples of the culprit under which the sampling was thin
@@ -151,7 +151,7 @@ def _basis(scene, findings, decision, c):
             c.settle.append(LONGER)
     elif basis == "collective":
         text = "the culprit's wait in a %s for ranks that are not there" % culprit.kind
-        if culprit.kind == "rendezvous":
+        if culprit.kind == Kind.RENDEZVOUS:
             # ranks that never joined: late, never started, or looking for the store elsewhere;
             # none of the three is seen from the rank that waits
             c.cap(Level.MEDIUM, "why the other ranks have not joined is not seen")
@@ -167,7 +167,7 @@ def _basis(scene, findings, decision, c):
         c.cap(Level.MEDIUM)
         c.alternatives.extend(_weak_root_alternatives(root))
         c.settle.append(LONGER)
-        if root not in ("cpu",):
+        if root not in (Kind.CPU,):
             c.settle.append("--syscalls exact, to see every wake-up of the threads involved")
     unread = object_not_read(culprit) if culprit is not None and decision.category == Category.LOCKS \
         and not table.closed(decision.mechanism) else None
@@ -217,7 +217,7 @@ def _sampling(g, culprit, root, c):
         c.settle.append(LONGER)
     python = g.procs[culprit.pid].python if culprit.pid in g.procs else {}
     # (a blocked thread's stack does not change: one sample of it is as good as many)
-    if python.get("stacks") and root in ("cpu", "compile") and culprit.n_framed_samples < MIN_STACK_SAMPLES:
+    if python.get("stacks") and root in (Kind.CPU, Kind.COMPILE) and culprit.n_framed_samples < MIN_STACK_SAMPLES:
         c.cap(Level.MEDIUM, "%d Python stack samples of the culprit" % culprit.n_framed_samples)
         c.settle.append(LONGER)
     elif not python.get("stacks") and "permission" in str(python.get("reason") or "").lower():
@@ -314,13 +314,13 @@ ONLY = {"cpu": "computes", "sleep": "sleeps", "poll": "polls",
 
 
 def _weak_root_alternatives(root):
-    if root == "cpu":
+    if root == Kind.CPU:
         return ["a long computation that will finish", "a loop that spins and never will"]
-    if root == "child-poll":
+    if root == Kind.CHILD_POLL:
         return ["children that work and will exit", "a child that hangs or waits and never will"]
-    if root == "pipe-stream":
+    if root == Kind.PIPE_STREAM:
         return ["a source slow by design (a rate-limited stream)", "storage or a network the writer stands for"]
-    if root in ("sleep", "poll", "retry"):
+    if root in (Kind.SLEEP, Kind.POLL, Kind.RETRY):
         return ["a thread idle by design (a timer, a poll loop) while the real wait is elsewhere",
                 "a back-off loop around a call that fails"]
     return ["a wait on something outside what was inspected"]

@@ -15,7 +15,7 @@ from .explain import detail_text, frame_text
 from .motion import STUCK_SHARE, stuck
 from .registry.names import M
 from .types import Finding
-from ..vocab import Condition
+from ..vocab import Condition, Kind
 
 
 # --- adapters ---------------------------------------------------------------------------------
@@ -101,9 +101,9 @@ def event_loop_waiting(scene):
     idle, or waiting for a wake-up only its own threads can send."""
     g, view = scene.g, scene.root
     loop = g.loops.get((view.pid, view.tid))
-    if loop is None or loop["outside"] or view.kind not in ("poll", "loop-wakeup"):
+    if loop is None or loop["outside"] or view.kind not in (Kind.POLL, Kind.LOOP_WAKEUP):
         return []
-    if view.kind == "loop-wakeup":
+    if view.kind == Kind.LOOP_WAKEUP:
         others = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.top_stack]
         return [Finding.about(M.EVENT_LOOP_WAKEUP, view, loop_thread=view, threads=others,
                               wakeup=[fd.get("target") or "fd %s" % fd.get("fd") for fd in loop["wakeup"]])]
@@ -154,7 +154,7 @@ def retry_loop(scene):
 
 def dataloader_starved(scene):
     g, focus = scene.g, scene.focus
-    if focus.kind != "dataloader":
+    if focus.kind != Kind.DATALOADER:
         return None
     workers = scene.walk.workers
     return Finding.about(
@@ -162,11 +162,11 @@ def dataloader_starved(scene):
         states=Counter(w.kind for w in workers), duration=g.window.duration_s or 0,
         read_bytes=sum(g.procs[w.pid].io.get("read_bytes", 0) for w in workers),
         rchar=sum(g.procs[w.pid].io.get("rchar", 0) for w in workers),
-        files=sorted({detail_text(w.top_detail()) for w in workers if w.kind == "io" and w.top_detail()}))
+        files=sorted({detail_text(w.top_detail()) for w in workers if w.kind == Kind.IO and w.top_detail()}))
 
 
 def compile_time(scene):
-    compiling = [v for v in scene.chain if v.kind == "compile"]
+    compiling = [v for v in scene.chain if v.kind == Kind.COMPILE]
     if not compiling:
         return None
     v = compiling[0]
@@ -179,7 +179,7 @@ def rank_groups_of(scene):
     """(waiting, outliers) pids when a step of the chain waits in a collective, else None."""
     from .edges import rank_groups
     g = scene.g
-    if not any(v.kind in ("collective", "rendezvous") or v.kind == "cuda" and str(g.roles.get(v.pid)).startswith("rank ")
+    if not any(v.kind in (Kind.COLLECTIVE, Kind.RENDEZVOUS) or v.kind == Kind.CUDA and str(g.roles.get(v.pid)).startswith("rank ")
                for v in scene.chain):
         return None
     return rank_groups(g) or None
@@ -232,9 +232,9 @@ def _compiled_function(view):
     from ..knowledge.frames import framework_context, is_library_file
     for frames, _count in view.stacks_by_count():
         context = framework_context(frames)
-        if not any(row.kind == "compile" for _d, row in context):
+        if not any(row.kind == Kind.COMPILE for _d, row in context):
             continue
-        deepest = max(d for d, row in context if row.kind == "compile")
+        deepest = max(d for d, row in context if row.kind == Kind.COMPILE)
         for frame in frames[deepest + 1:]:
             if not is_library_file(frame[1]):
                 return frame_text(frame)
@@ -246,7 +246,7 @@ def _compile_episodes(view):
     from ..knowledge.frames import framework_context
     episodes, inside = 0, False
     for frames, count in view.stacks:
-        compiling = any(row.kind == "compile" for _d, row in framework_context(frames))
+        compiling = any(row.kind == Kind.COMPILE for _d, row in framework_context(frames))
         if compiling and not inside and count:
             episodes += 1
         inside = compiling
@@ -310,9 +310,9 @@ def compile_workers(scene):
     workers = [p for p in g.proc_list if g.roles.get(p.pid) == "compile-worker" and p.exited_at is None]
     if not workers:
         return None
-    busy = [p for p in workers if getattr(g.most_telling_thread(p.pid), "kind", None) in ("cpu", "compile")]
+    busy = [p for p in workers if getattr(g.most_telling_thread(p.pid), "kind", None) in (Kind.CPU, Kind.COMPILE)]
     return Finding.about(M.COMPILE_WORKERS, busy=len(busy), workers=len(workers),
-                         compiling=any(v.kind == "compile" for v in scene.chain))
+                         compiling=any(v.kind == Kind.COMPILE for v in scene.chain))
 
 
 def compiler_processes(scene):

@@ -41,6 +41,7 @@ from . import kinds
 from .threads import THREAD_WAIT_KINDS
 from .types import Edge, Finding
 from .registry.names import M
+from ..vocab import Kind
 
 
 def find(g, view):
@@ -48,7 +49,7 @@ def find(g, view):
     finder = FINDERS.get(view.kind)
     edges = list(finder(g, view)) if finder else []
     if edges and streams_in(view, g.procs.get(view.pid)) and all(
-            e.waker is not None and e.waker.kind in ("sleep", "poll") for e in edges):
+            e.waker is not None and e.waker.kind in (Kind.SLEEP, Kind.POLL) for e in edges):
         # the writer paces a stream the reader consumes: the reader's input is slow, and it ends
         # the chain (a writer that computes is followed: the input waits on its work)
         return []
@@ -106,7 +107,7 @@ def waited_thread(g, view):
     gone = waker_exited(g, view)
     if gone:
         return [gone]
-    if view.kind == "lock":
+    if view.kind == Kind.LOCK:
         edges += gil_holder(g, view) or file_lock_holder(g, view)
         if edges:
             return edges
@@ -114,7 +115,7 @@ def waited_thread(g, view):
         if held:
             frame, entry = held
             word = futex_word(view)
-            same = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.kind == "lock"
+            same = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.kind == Kind.LOCK
                     and word and futex_word(v) == word]
             return [Edge(view, view, M.LOCK_HOLDER, {"wants": lock_intent(view)["wants"], "frame": frame,
                                                      "held": entry, "self": True, "same": same})]
@@ -144,7 +145,7 @@ def waited_thread(g, view):
     # the user's own code over library helper threads.
     # (one that has a minute or more of one sleep left is a timer, a watchdog: not the thread
     # that will end this wait soon)
-    sleepers = sorted((v for v in others if (v.kind in ("sleep", "poll") or v in timed) and v.user_frame()
+    sleepers = sorted((v for v in others if (v.kind in (Kind.SLEEP, Kind.POLL) or v in timed) and v.user_frame()
                        and not library_only(v) and not long_sleep(v)), key=lambda v: -v.share)
     edges += [Edge(view, v, "sibling", {"doing": "sleep"}, guess=True) for v in sleepers]
     if view.kind in THREAD_WAIT_KINDS and stuck(view):
@@ -218,7 +219,7 @@ def named_lock_holder(g, view):
     out = []
     for holder in holders:
         _name, frame, entry = next(h for h in held_locks(holder) if h[0] == wants)
-        said = [] if holder.kind == "lock" and self_held(holder) else [   # a self-deadlock says so itself
+        said = [] if holder.kind == Kind.LOCK and self_held(holder) else [   # a self-deadlock says so itself
             Finding.about(M.LOCK_HOLDER, holder, holder=holder, waiter=view, wants=wants, frame=frame, held=entry)]
         out.append(Edge(view, holder, M.LOCK_HOLDER, {"wants": wants, "frame": frame, "held": entry},
                         findings=said, process=holder.pid != view.pid))
@@ -233,7 +234,7 @@ def stream_writer(g, view):
              if f and len(f) > 3 and isinstance(f[3], dict)]
     if not stuck(view) or not any(frame_table.writes_to_stream(code) for code in codes):
         return []
-    writers = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.kernel_kind in ("pipe", "io")
+    writers = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.kernel_kind in (Kind.PIPE, Kind.IO)
                and any(label.startswith("write") for label in v.activity)]
     return [Edge(view, v, M.LOCK_HOLDER, {"stream": True}) for v in writers]
 
@@ -246,9 +247,9 @@ def lock_waiters_of(g, view):
     shared = shared_futex(view)
     # (a native thread parked on a futex, an OpenMP or BLAS worker, waits for work, not for a
     # lock another thread holds: without a Python frame nothing says it is a lock at all)
-    candidates = [o for o in g.views if o is not view and o.kind == "lock" and stuck(o) and o.top_stack and (
+    candidates = [o for o in g.views if o is not view and o.kind == Kind.LOCK and stuck(o) and o.top_stack and (
         o.pid == view.pid or (shared and shared_futex(o)) or g.related(view.pid, o.pid) and shared_futex(o))]
-    same = [v for v in g.by_pid.get(view.pid, []) if v.kind == "cpu" and v.share > 0.5
+    same = [v for v in g.by_pid.get(view.pid, []) if v.kind == Kind.CPU and v.share > 0.5
             or v.state is not None and v.state.progressing]
     if same and all(c.pid == view.pid for c in candidates):
         return []
@@ -277,11 +278,11 @@ def held_at_fork(g, view):
     wants = lock_intent(view)["wants"]
     if any(wants and wants in lock_intent(o)["holds"] for o in others):
         return None
-    if any(o.kind in ("cpu", "io", "network") and o.share >= 0.5 for o in others):
+    if any(o.kind in (Kind.CPU, Kind.IO, Kind.NETWORK) and o.share >= 0.5 for o in others):
         return None
     if (parent.cmdline or [None])[0] != (proc.cmdline or [None])[0]:
         return None   # an exec'd program, not a fork of the parent
-    lock_frame = next((view.top_stack[d] for d, row in view.frame_matches if row.kind in ("lock", "semaphore")), None)
+    lock_frame = next((view.top_stack[d] for d, row in view.frame_matches if row.kind in (Kind.LOCK, Kind.SEMAPHORE)), None)
     holder = None
     for candidate in g.by_pid.get(parent.pid, []):
         if wants and wants in held_in_window(candidate):
@@ -300,7 +301,7 @@ def missed_task_done(g, view):
     if not (view.kind in THREAD_WAIT_KINDS and stuck(view) and frame_table.waits_in_queue_join(view.top_stack)):
         return None
     threads = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.top_stack]
-    consumers = [v for v in threads if v.kind == "queue-get" and stuck(v)]
+    consumers = [v for v in threads if v.kind == Kind.QUEUE_GET and stuck(v)]
     if not consumers or any(not stuck(v) for v in threads):
         return None
     return Edge(view, None, M.MISSED_TASK_DONE,
@@ -321,7 +322,7 @@ def orphaned_wait(g, view, co_waiters):
     facts = {"waiter": view, "co_waiters": co_waiters, "stuck_too": stuck_too, "alone": not python,
              "native": len(threads) - 1, "pool": pool,
              "timers": [v for v in python if v not in co_waiters and v not in stuck_too]}
-    if pool and view.frame_kind == "future":
+    if pool and view.frame_kind == Kind.FUTURE:
         return Edge(view, None, M.POOL_DEADLOCK, findings=[Finding.about(M.POOL_DEADLOCK, view, **facts)])
     # the object waited on, read from memory, says whether its state keeps the wait from ending
     stuck_object = unending(g, view)
@@ -341,7 +342,7 @@ def file_lock_holder(g, view):
     if not g.file_locks:
         return []
     blocked = in_file_lock(view)
-    if not blocked and view.kind not in ("sleep", "poll", "other"):
+    if not blocked and view.kind not in (Kind.SLEEP, Kind.POLL, Kind.OTHER):
         return []
     for lock in g.file_locks:
         waiters = lock.waiter_pids if blocked else lock.pollers
@@ -509,7 +510,7 @@ def tcp_peer(g, view):
                 # (socketserver's process_request_thread, a Flask view) stuck in a wait
                 handler = next((v for v in g.by_pid.get(pid, []) if stuck_handler(v)), None)
                 thread = handler or thread
-            if not serving and thread.kind == "network" and stuck(thread) and not waits_by_design(thread) and (
+            if not serving and thread.kind == Kind.NETWORK and stuck(thread) and not waits_by_design(thread) and (
                     frame_table.serves_requests(thread.top_stack) or frame_table.in_event_loop_step(thread.top_stack)):
                 # the server's thread is inside the request's handler (an async handler's blocking
                 # call freezes its whole loop), blocked on a connection of its own, upstream
@@ -629,7 +630,7 @@ def waited_workers(g, view):
     # with pin_memory=True the loop takes its batches from the pin-memory thread of its own
     # process, which takes them from the workers: a pin-memory thread that works (copying each
     # batch into page-locked memory) while the loop waits is what the loop waits on
-    pinning = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.kind == "cpu"
+    pinning = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.kind == Kind.CPU
                and frame_table.runs(v.top_stack, frame_table.PIN_MEMORY_LOOP)]
     if pinning and not any(t.kind in WORKING_KINDS for t in threads):
         return [Edge(view, pinning[0], "pin-memory", process=False)]
@@ -661,7 +662,7 @@ def ranks_of(g):
 def rank_groups(g):
     """([pids of ranks in a collective, rendezvous or its GPU sync], [pids elsewhere])."""
     ranks = ranks_of(g)
-    waiting = {pid for pid, t in ranks.items() if t.kind in ("collective", "rendezvous", "cuda") and not g.halted(t)}
+    waiting = {pid for pid, t in ranks.items() if t.kind in (Kind.COLLECTIVE, Kind.RENDEZVOUS, Kind.CUDA) and not g.halted(t)}
     return sorted(waiting), sorted(pid for pid in ranks if pid not in waiting)
 
 
@@ -730,7 +731,7 @@ def compiler_of(g, view):
     kids = [p for p in g.proc_list if g.roles.get(p.pid) in ("compiler", "compile-worker")
             and p.exited_at is None and p.pid in mine]
     busy = [g.most_telling_thread(p.pid) for p in kids]
-    busy = [t for t in busy if t is not None and t.kind == "cpu" and t.share >= 0.3]
+    busy = [t for t in busy if t is not None and t.kind == Kind.CPU and t.share >= 0.3]
     return max(busy, key=lambda v: v.share) if busy else None
 
 
@@ -789,7 +790,7 @@ def unread_child(g, view):
     own = set(waited_targets(view))
     for proc in g.live_children(view.pid):
         for thread in g.by_pid.get(proc.pid, []):
-            if thread.kind != "pipe" or not stuck(thread) or \
+            if thread.kind != Kind.PIPE or not stuck(thread) or \
                     not any(label.startswith("write") for label in thread.activity):
                 continue
             detail = thread.top_detail() or {}
@@ -810,7 +811,7 @@ def busier_thread(g, view):
     # a refused connect): the work the idle focus waits for is stuck there.
     live = [v for v in g.views if v is not view and v.n_samples and g.roles.get(v.pid) not in ("launcher",)
             and v.n_samples * 2 >= g.window_samples]
-    retrying = [v for v in live if v.kind in ("sleep", "poll") and (g.retry(v) or {}).get("failing")]
+    retrying = [v for v in live if v.kind in (Kind.SLEEP, Kind.POLL) and (g.retry(v) or {}).get("failing")]
     # A native helper thread parked on a futex (no Python stack, no CPU) is idle, not busy; so
     # is a server waiting in accept() for a client.
     candidates = [v for v in live if v.share >= 0.5 and ACTIVITY_RANK.get(v.kind, 0) >= 3 and not idle_helper(v)

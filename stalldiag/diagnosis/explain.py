@@ -3,6 +3,7 @@ import os
 
 from . import kinds
 from .registry.names import M
+from ..vocab import Kind
 
 
 
@@ -125,7 +126,7 @@ def blocking_text(view):
     thread's innermost Python frame is a blocking function of the standard library or PyTorch
     (knowledge/blocking.py), else None."""
     from ..knowledge.blocking import blocking_frames
-    if view.kind in ("cpu", "compile") or not view.top_stack:
+    if view.kind in (Kind.CPU, Kind.COMPILE) or not view.top_stack:
         return None
     found = blocking_frames(view.top_stack)
     if not found:
@@ -207,7 +208,7 @@ def describe_target(info):
 
 def doing_call(view):
     call = view.activity.most_common(1)[0][0] if view.activity else "unknown"
-    return "running" if call == "running" else "%s in %s" % ("blocked" if view.kind != "sleep" else "sleeping",
+    return "running" if call == "running" else "%s in %s" % ("blocked" if view.kind != Kind.SLEEP else "sleeping",
                                                               call)
 
 

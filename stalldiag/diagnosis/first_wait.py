@@ -19,6 +19,7 @@ where the row's own category stands.
 """
 from .registry.names import M
 from .views import waited_targets
+from ..vocab import Kind
 
 SUBPROCESS = "subprocess"
 
@@ -52,9 +53,9 @@ def undrained(g, walk, finding):
 def _waits_on(g, focus, child_pid):
     """The focus waits on that child: for it to exit or write (a child wait, a pipe), or for it to
     answer on a socket whose other end it holds (a server listening for clients waits on none)."""
-    if focus.kind in ("child", "pipe"):
+    if focus.kind in (Kind.CHILD, Kind.PIPE):
         return True
-    return focus.kind == "network" and any(
+    return focus.kind == Kind.NETWORK and any(
         child_pid in g.other_end(target, g.tcp_peers) or child_pid in g.other_end(target, g.unix_peers)
         for target in waited_targets(focus))
 

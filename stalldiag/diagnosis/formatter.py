@@ -5,6 +5,7 @@ taking the Finding's facts; registry.py names, for each mechanism, the function 
 """
 from .explain import code_text, doing, doing_call, edge_words, frame_text, pct, process_text, request_clause
 from .registry.names import M
+from ..vocab import Kind
 
 LOCK_TYPES = {"FLOCK": "flock()", "POSIX": "POSIX (fcntl/lockf)", "OFDLCK": "open-file-description (OFD)",
               "LEASE": "lease"}
@@ -272,7 +273,7 @@ def _wait_words(view):
     words = {"child": "waits for its child to exit", "pipe": "blocked on a pipe", "ipc": "waits for a message",
              "network": "waits to receive", "loop-wakeup": "waits for a wake-up from a thread of its own process"}
     text = words.get(view.kind, view.kind)
-    if view.kind == "pipe" and any(label.startswith("write") for label in view.activity):
+    if view.kind == Kind.PIPE and any(label.startswith("write") for label in view.activity):
         text = "blocked writing to a full pipe that is not drained"
     return text + (" on %s" % what if what else "")
 

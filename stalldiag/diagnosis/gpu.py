@@ -9,7 +9,7 @@ a one-block spin kernel SM 0.76%, an NCCL kernel waiting for its peer SM 18% /
 tensor 0%.
 """
 from .registry.names import M
-from ..vocab import Category, Condition
+from ..vocab import Category, Condition, Kind
 
 BUSY_FLAG = 90.0        # NVML utilization at or above: "a kernel is always running"
 IDLE = 5.0              # at or below: idle
@@ -138,14 +138,14 @@ def detect(scene):
             found.append(Finding.about(M.GPU_BOUND, focus, gpu=dev))
         elif dev.busy_flag and not dev.has_gpm:
             found.append(Finding.about(M.GPU_BUSY_FLAG, focus, gpu=dev))
-        if focus.kind == "cuda" and dev.busy_flag and not dev.real_compute:
+        if focus.kind == Kind.CUDA and dev.busy_flag and not dev.real_compute:
             found.append(Finding.about(M.COLLECTIVE_ON_GPU, focus, waiter=focus, gpu=dev))
-    if culprit_devs and focus.kind != "dataloader":
+    if culprit_devs and focus.kind != Kind.DATALOADER:
         dev = culprit_devs[0]
         if dev.has_gpm and (dev.sm or 0) < LAUNCH_BOUND_SM and culprit.state is not None \
                 and culprit.state.condition == Condition.COMPUTING:
             found.append(Finding.about(M.LAUNCH_BOUND, culprit, host=culprit, gpu=dev))
-    if focus.kind == "dataloader":
+    if focus.kind == Kind.DATALOADER:
         found += [Finding.about(M.GPU_STARVED, focus, gpu=dev) for dev in focus_devs if dev.idle]
     return found
 
@@ -190,8 +190,8 @@ def gpu_sinks(scene):
     # (the chain's end only: a focus whose wait the walk followed elsewhere, a rank syncing on a
     # collective's kernel that waits for a peer, waits on what the chain found)
     view = scene.root
-    if view is None or view.kind in ("dataloader", "collective", "rendezvous") \
-            or str(g.roles.get(view.pid, "")).startswith("rank ") and view.kind == "cuda" and scene.walk.chain[1:]:
+    if view is None or view.kind in (Kind.DATALOADER, Kind.COLLECTIVE, Kind.RENDEZVOUS) \
+            or str(g.roles.get(view.pid, "")).startswith("rank ") and view.kind == Kind.CUDA and scene.walk.chain[1:]:
         return []
     devs = [g.gpus[i] for i in g.devices_of(view.pid) if i in g.gpus]
     if not devs or (devs[0].real_compute and devs[0].busy_flag):

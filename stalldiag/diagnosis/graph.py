@@ -23,7 +23,7 @@ from . import kinds
 from .threads import thread_views
 from .types import read
 from .views import ACTIVITY_RANK, idle_helper, stuck_handler, waited_targets
-from ..vocab import Condition
+from ..vocab import Condition, Kind
 
 
 
@@ -204,7 +204,7 @@ class WaitGraph:
                 view.kind = "collective"
         for view in self.views:
             # a rank blocked (not computing) in backward() waits for DDP's gradient all-reduce
-            if str(self.roles.get(view.pid)).startswith("rank ") and view.kind in ("lock", "other", "poll") \
+            if str(self.roles.get(view.pid)).startswith("rank ") and view.kind in (Kind.LOCK, Kind.OTHER, Kind.POLL) \
                     and frame_table.in_backward(view.top_stack) and stuck(view):
                 view.kind = "collective"
         # event loops waiting for events: what can wake each (event_loop.py)
@@ -232,7 +232,7 @@ class WaitGraph:
             waiting = [self.main_thread(p.pid) for p in self.proc_list
                        if p.pid != proc.pid and str(self.roles.get(p.pid, "")).startswith("rank ")]
             waiting = [v for v in waiting if v is not None and not self.halted(v)
-                       and v.kind in ("collective", "rendezvous", "cuda")]
+                       and v.kind in (Kind.COLLECTIVE, Kind.RENDEZVOUS, Kind.CUDA)]
             if waiting:
                 return min(waiting, key=lambda v: (_rank_number(self.roles.get(v.pid)), v.pid))
         return main
@@ -276,7 +276,7 @@ class WaitGraph:
         best = max(views, key=lambda v: (self.weight(v), v.is_main))
         if main is not None and self.weight(best) <= self.weight(main):
             return main
-        if main is not None and native_pool_worker(best) and main.kind in ("cpu", "cuda") and main.top_stack:
+        if main is not None and native_pool_worker(best) and main.kind in (Kind.CPU, Kind.CUDA) and main.top_stack:
             return main   # (a native pool's worker does the work its main thread's Python frames name)
         return best
 
@@ -434,21 +434,21 @@ def _kind_from_state(view):
     state = view.state
     if state is None:
         return
-    if state.condition == Condition.BLOCKED and view.kernel_kind == "cpu" and not native_pool_worker(view):
+    if state.condition == Condition.BLOCKED and view.kernel_kind == Kind.CPU and not native_pool_worker(view):
         # caught runnable between timed waits: what it waits in is its most common syscall, and
         # what its stack says about that wait (a DataLoader's batch) applies to it as to any wait
         waits = [(n, k) for k, n in view.kernel_kinds.items() if k != "cpu"]
         if waits:
             count, kind = max(waits)
             view.rekind(kind, count / max(view.n_samples, 1))
-    if native_pool_worker(view) and view.kind == "lock":
+    if native_pool_worker(view) and view.kind == Kind.LOCK:
         # a native pool's worker between barriers computes, whichever of the two it was caught in more
         view.rekind("cpu", view.activity.get("running", 0) / view.n_samples)
     if state.condition == Condition.SPINNING:
         view.kind, view.share = state.target, max(view.share, view.kernel_share)
     elif state.condition in (Condition.STOPPED, Condition.TRACED, Condition.FROZEN):
         view.kind = "stopped" if state.condition != Condition.FROZEN else "frozen"
-    elif state.condition == Condition.STORAGE and view.kind not in ("io", "dataloader", "compile"):
+    elif state.condition == Condition.STORAGE and view.kind not in (Kind.IO, Kind.DATALOADER, Kind.COMPILE):
         view.kind = "io"
     # Samples at 5 Hz can catch a thread that hands work back and forth hundreds of times a
     # second asleep in most of them; the scheduler's accounting is exact.  A computing thread on
@@ -464,7 +464,7 @@ def _kind_from_state(view):
         view.rekind("io", storage)
         view.scheduled_share = awake
         return
-    if state.condition == Condition.COMPUTING and awake >= RUNNING_SHARE and view.kernel_kind != "cpu":
+    if state.condition == Condition.COMPUTING and awake >= RUNNING_SHARE and view.kernel_kind != Kind.CPU:
         view.rekind("cpu", awake)
         view.scheduled_share = awake
     if view.kind in SLEEPING_KINDS:
@@ -488,7 +488,7 @@ def paced_work(view, state):
     hundreds of times a second and spends a real share of a core: the sleeps pace the work, they
     do not hold it (state._woken_loop is the same rate with no CPU: a timed wait in a loop). Its
     work is storage where it was caught in storage waits, else CPU."""
-    if view.kernel_kind != "sleep" or view.kind != "sleep" or state.condition in (Condition.STOPPED, Condition.TRACED, Condition.FROZEN):
+    if view.kernel_kind != Kind.SLEEP or view.kind != Kind.SLEEP or state.condition in (Condition.STOPPED, Condition.TRACED, Condition.FROZEN):
         return None
     wall, cpu = state.numbers.get("wall_s"), state.numbers.get("cpu_share") or 0
     woken = (view.thread.ctx or {}).get("voluntary") or 0
@@ -510,7 +510,7 @@ def native_pool_worker(view):
     if view.top_stack or not view.n_samples:
         return False
     running = view.activity.get("running", 0) / view.n_samples
-    return running >= NATIVE_POOL_RUNNING and set(view.kernel_kinds) <= {"cpu", "lock"}
+    return running >= NATIVE_POOL_RUNNING and set(view.kernel_kinds) <= {Kind.CPU, Kind.LOCK}
 
 
 STORAGE_BOUND_SHARE = 0.3   # share of samples in storage waits that makes a half-busy thread storage-bound

@@ -17,7 +17,7 @@ the categories a root can name are declared with it (CATEGORIES, and SUMMARY: ea
 """
 
 from ..records import typed_record
-from ..vocab import Category
+from ..vocab import Category, Kind
 
 CATEGORIES = tuple(Category)
 
@@ -37,8 +37,8 @@ SUMMARY = {
 
 @typed_record(frozen=True)
 class ThreadKind:
-    name: str
-    root: str
+    name: Kind
+    root: Category
     decisive: bool
     rank: int = 0
     asleep: bool = False
@@ -51,7 +51,7 @@ class ThreadKind:
 
 
 def _k(name, root, decisive, **kw):
-    return ThreadKind(name, root, decisive, **kw)
+    return ThreadKind(Kind(name), Category(root), decisive, **kw)
 
 
 _THREAD_WAIT = dict(root="locks", decisive=True, asleep=True, thread_wait=True)

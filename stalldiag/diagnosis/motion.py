@@ -3,6 +3,7 @@ share: stuck in one wait, frozen on one call, spinning on one line (no import of
 the detectors the registry names use them).
 """
 from .types import Process
+from ..vocab import Kind
 
 STUCK_SHARE = 0.8   # share of the window in one wait that makes a thread "stuck" in it
 
@@ -55,7 +56,7 @@ def frozen_stack(view):
     compute is one line, is caught at that line in every sample too, but it waits between steps.
     Compiling is exempt: one compile step can take that long."""
     on_cpu = view.activity.get("running", 0) / view.n_samples if view.n_samples else 0
-    return view.kind != "compile" and view.n_framed_samples >= FROZEN_SAMPLES and len(view.stacks_by_count()) == 1 \
+    return view.kind != Kind.COMPILE and view.n_framed_samples >= FROZEN_SAMPLES and len(view.stacks_by_count()) == 1 \
         and on_cpu >= FROZEN_ON_CPU
 
 
@@ -66,7 +67,7 @@ def spins(view, proc=None):
     most) and nothing written by its process: a busy-wait or a runaway call, not work."""
     on_cpu = view.activity.get("running", 0) / view.n_samples if view.n_samples else 0
     # (samples with frames: a sample a racing read cut to nothing says nothing of where it was)
-    if view.kind == "compile" or view.n_framed_samples < FROZEN_SAMPLES or on_cpu < FROZEN_ON_CPU:
+    if view.kind == Kind.COMPILE or view.n_framed_samples < FROZEN_SAMPLES or on_cpu < FROZEN_ON_CPU:
         return False
     tops = {_user_line(frames) for frames, _n in view.stacks if frames}
     if len(tops) != 1:
@@ -193,7 +194,7 @@ def streams_in(view, proc):
     stream at its writer's pace (a slow source, a server answering request after request), not
     one read that never returns."""
     io = (proc.io or {}) if proc is not None else {}
-    return view.kind == "pipe" and io.get("rchar", 0) >= STREAM_BYTES and io.get("syscr", 0) >= STREAM_READS
+    return view.kind == Kind.PIPE and io.get("rchar", 0) >= STREAM_BYTES and io.get("syscr", 0) >= STREAM_READS
 
 
 def _silent(proc):

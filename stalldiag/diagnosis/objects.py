@@ -12,6 +12,7 @@ from typing import Optional
 
 from ..records import typed_record
 from .explain import waited_object
+from ..vocab import Kind
 
 
 @typed_record(frozen=True)
@@ -48,7 +49,7 @@ def _event(held, view, g):
 def _queue(held, view, g):
     size = held.get("size") if held.get("size") is not None else held.get("in_flight")
     maxsize = held.get("maxsize")
-    getting = "get" in held.frame.lower() or view.frame_kind in ("queue-get",)
+    getting = "get" in held.frame.lower() or view.frame_kind in (Kind.QUEUE_GET,)
     if size == 0 and getting:
         return "it is empty"
     if isinstance(maxsize, int) and maxsize > 0 and size == maxsize and not getting:
@@ -141,7 +142,7 @@ def stuck_object_found(scene):
     if found:
         return found
     root = scene.root
-    stuck = unending(scene.g, root) if root is not None and root.kind == "lock" else None
+    stuck = unending(scene.g, root) if root is not None and root.kind == Kind.LOCK else None
     if stuck is None or not stuck.closed:
         return []
     return [Finding.about(M.STUCK_OBJECT, root, stuck=stuck, waiter=root, co_waiters=[], stuck_too=[], alone=False,

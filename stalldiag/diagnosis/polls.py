@@ -22,6 +22,7 @@ from .explain import frame_text, process_text
 from .motion import STUCK_SHARE, in_one_function, runaway
 from .types import Finding
 from .registry.names import M
+from ..vocab import Kind
 
 POLL_KINDS = ("sleep", "poll", "other")
 
@@ -103,7 +104,7 @@ def thread_died_at_root(scene):
 def thread_died(g, view, orphan=None):
     """A waiting, polling or spinning thread beside a thread of its process that died on an
     exception its output shows, and that is no longer alive."""
-    if view.kind not in WAITING_KINDS or view.share < STUCK_SHARE or (view.kind == "cpu" and not (
+    if view.kind not in WAITING_KINDS or view.share < STUCK_SHARE or (view.kind == Kind.CPU and not (
             runaway(view, g.procs.get(view.pid)) or in_one_function(view))):
         return None
     alive = {name for v in g.by_pid.get(view.pid, []) for name in (v.name, v.comm) if name}
@@ -157,7 +158,7 @@ def thread_died_text(g, waiter, dead, orphan=None):
     name, error = dead
     return ("%s %s at %s for what thread '%s' was to do, and that thread died on %s (its traceback is in "
             "the job's output) and is no longer alive: nothing will end the wait" % (
-                waiter.label, "spins" if waiter.kind == "cpu" else "waits", frame_text(waiter.user_frame()) or "?",
+                waiter.label, "spins" if waiter.kind == Kind.CPU else "waits", frame_text(waiter.user_frame()) or "?",
                 name, error)) + _orphaned(orphan)
 
 

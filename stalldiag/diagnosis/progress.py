@@ -25,7 +25,7 @@ from .motion import (STUCK_SHARE, _by_fd, _in_one_function, _silent, _user_line,
 from .types import Process
 from .views import writes_pipe
 from .text import clip_items
-from ..vocab import Condition, ProgressState
+from ..vocab import Condition, Kind, ProgressState
 
 # Least CPU use, as a share of one core over the span, that counts as work.
 CPU_WORK = 0.2
@@ -173,7 +173,7 @@ def assess(window, procs, views, gpus, halted=(), output=None):
         evidence.append(text)
     progress = False
     procs_by_pid = {proc.pid: proc for proc in procs}
-    storage_pids = {v.pid for v in views if v.kind == "io"}
+    storage_pids = {v.pid for v in views if v.kind == Kind.IO}
     shared_writes = {}
     recent_writes = {}     # path -> [size, pids]: a file changed in a directory several processes write to
     repeating = []         # streams that grew only by a message said again
@@ -261,7 +261,7 @@ def assess(window, procs, views, gpus, halted=(), output=None):
     # a thread in lockstep with another (caught waiting in most samples) computes as much as the
     # scheduler says it ran
     busy = [v for v in views if v.cpu_seconds and duration
-            and (v.kind in ("cpu", "compile", "dataloader") or v.state is not None and v.state.condition == Condition.COMPUTING)
+            and (v.kind in (Kind.CPU, Kind.COMPILE, Kind.DATALOADER) or v.state is not None and v.state.condition == Condition.COMPUTING)
             and v.user_frame() and (v.state is None or v.state.progressing)
             and v.cpu_seconds / duration >= (THROTTLED_WORK if _throttled(v) else CPU_WORK)]
     frozen = [v for v in busy if runaway(v, procs_by_pid.get(v.pid))]
@@ -270,8 +270,8 @@ def assess(window, procs, views, gpus, halted=(), output=None):
     # a compile that writes nothing (no cache entry, no output) is as blind: reading sources or
     # libraries alone does not show it advances
     blind = [v for v in busy if v not in frozen and (
-        v.kind == "compile" and _writes_nothing(procs_by_pid.get(v.pid))
-        or v.kind != "compile" and _in_one_function(v) and _silent(procs_by_pid.get(v.pid)))]
+        v.kind == Kind.COMPILE and _writes_nothing(procs_by_pid.get(v.pid))
+        or v.kind != Kind.COMPILE and _in_one_function(v) and _silent(procs_by_pid.get(v.pid)))]
     # a compiler or linker process the job runs (g++ for an inductor kernel) computes for the job
     for proc in [p for p in procs if _compiler(p) and (p.cpu_seconds or 0) >= CPU_WORK * duration > 0][:4]:
         progress = True
@@ -288,11 +288,11 @@ def assess(window, procs, views, gpus, halted=(), output=None):
                             view.label, view.cpu_seconds, duration, frame[0] if frame else "?",
                             (frame[1] or "?").rsplit("/", 1)[-1] if frame else "?", frame[2] if frame else "?",
                             view.n_framed_samples))
-    for view in [v for v in blind if v.kind == "compile"][:4]:
+    for view in [v for v in blind if v.kind == Kind.COMPILE][:4]:
         evidence.append("cannot tell whether %s's compile will finish: %.1f s of CPU compiling in %.1f s with nothing "
                         "written (no cache entry, no output): a first compile can take minutes, "
                         "and one that never ends looks the same from outside" % (view.label, view.cpu_seconds, duration))
-    for view in [v for v in blind if v.kind != "compile"][:4]:
+    for view in [v for v in blind if v.kind != Kind.COMPILE][:4]:
         evidence.append("cannot tell whether %s progresses: %.1f s of CPU in one function (%s) without a syscall, "
                         "an output line or a file written in %.1f s; a long computation and a loop that never "
                         "ends look the same from outside (a longer window, or the job's own output, tells)" % (
@@ -300,7 +300,7 @@ def assess(window, procs, views, gpus, halted=(), output=None):
     # the host threads that wait on a GPU: when each sat in one sync call for the whole window in a
     # process that wrote nothing, the busy GPU ran one kernel all window, and a long kernel and a
     # spinning one (a flag never set) look the same
-    syncing = [v for v in views if v.kind == "cuda" and v.n_samples]
+    syncing = [v for v in views if v.kind == Kind.CUDA and v.n_samples]
     one_kernel = bool(syncing) and all(v in blind or (_in_one_function(v) and _silent(procs_by_pid.get(v.pid)))
                                        for v in syncing)
     for dev in gpus.values():

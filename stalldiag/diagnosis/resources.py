@@ -26,7 +26,7 @@ from .text import clip
 from .explain import pct
 from .types import Finding
 from .registry.names import M
-from ..vocab import Condition
+from ..vocab import Condition, Kind
 
 GIB = float(1 << 30)
 NEIGHBOUR_CPU = 0.1     # a process outside the job using this share of a CPU is a neighbour
@@ -126,7 +126,7 @@ def cpu_contention(g, view):
 
 
 def _storage_wait(view):
-    return view.kind == "io" or (view.state is not None and view.state.condition == Condition.STORAGE)
+    return view.kind == Kind.IO or (view.state is not None and view.state.condition == Condition.STORAGE)
 
 
 def io(g, view):
@@ -229,7 +229,7 @@ COPY_FUNCTIONS = ("to", "cuda", "copy_", "_to_copy", "tensor", "as_tensor", "fro
 def pcie(g, view):
     """pcie-bound: a thread that waits for the GPU inside a host-to-device copy, in a job with no
     pinned-memory thread and no pin_memory() call in its stacks."""
-    if view.kind != "cuda" or not view.top_stack:
+    if view.kind != Kind.CUDA or not view.top_stack:
         return None
     user = view.user_frame()
     line = ((user[3] or {}).get("code") if user and len(user) > 3 and isinstance(user[3], dict) else "") or ""

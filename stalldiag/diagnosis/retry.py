@@ -7,6 +7,7 @@ show: failed syscalls counted in the exact mode, the except clause itself, or er
 the job wrote.  retrying() says so with the evidence, or returns None.
 """
 from ..knowledge import retries as table
+from ..vocab import Kind
 
 SLEEPING = ("sleep", "poll")
 MIN_FAILURES = 3     # failed calls of one syscall in the window that make a retry visible
@@ -51,7 +52,7 @@ def retrying(g, view):
 def _sleep_left(view):
     """Seconds left of the sleep the thread is in, when its syscall's arguments said."""
     detail = view.top_detail()
-    if not isinstance(detail, dict) or view.kind != "sleep":
+    if not isinstance(detail, dict) or view.kind != Kind.SLEEP:
         return None
     if detail.get("sleep_s") is not None:
         return detail["sleep_s"]

@@ -16,7 +16,7 @@ only beside the measured signal it explains.
 from ..knowledge import knobs as table
 from .registry.names import M
 from .types import Finding
-from ..vocab import Condition
+from ..vocab import Condition, Kind
 
 DEBUG_KNOBS = ("PYTHONDEVMODE", "PYTHONMALLOC", "PYTHONTRACEMALLOC", "COVERAGE_PROCESS_START", "TORCH_USE_CUDA_DSA",
                "TORCH_COMPILE_DEBUG", "PYTORCH_NO_CUDA_MEMORY_CACHING")
@@ -42,7 +42,7 @@ def launch_blocking(scene):
     g = scene.g
     for pid in _chain_pids(scene):
         if _set(g, pid, ("CUDA_LAUNCH_BLOCKING",)) and (g.devices_of(pid) or any(
-                v.kind == "cuda" for v in g.by_pid.get(pid, []))):
+                v.kind == Kind.CUDA for v in g.by_pid.get(pid, []))):
             return Finding.about(M.LAUNCH_BLOCKING, pid=pid, process=pid)
     return None
 
@@ -51,7 +51,7 @@ def blocking_wait(scene):
     g = scene.g
     for view in scene.chain:
         spinning = view.state is not None and view.state.condition in (Condition.SPINNING, Condition.COMPUTING)
-        if view.kind in ("collective", "cuda") and spinning:
+        if view.kind in (Kind.COLLECTIVE, Kind.CUDA) and spinning:
             knob = _set(g, view.pid, ("NCCL_BLOCKING_WAIT", "TORCH_NCCL_BLOCKING_WAIT"))
             if knob:
                 return Finding.about(M.BLOCKING_WAIT, view, rank=view, knob=knob[0])
@@ -61,7 +61,7 @@ def blocking_wait(scene):
 def no_collective_timeout(scene):
     g = scene.g
     for view in scene.chain:
-        if view.kind not in ("collective", "cuda") or not str(g.roles.get(view.pid, "")).startswith("rank "):
+        if view.kind not in (Kind.COLLECTIVE, Kind.CUDA) or not str(g.roles.get(view.pid, "")).startswith("rank "):
             continue
         env = (g.procs.get(view.pid).env if view.pid in g.procs else {}) or {}
         for name in ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"):
@@ -115,7 +115,7 @@ def debug_mode(scene):
 def compile_settings(scene):
     g = scene.g
     for view in scene.chain:
-        if view.kind == "compile" or g.roles.get(view.pid) in ("compiler", "compile-worker"):
+        if view.kind == Kind.COMPILE or g.roles.get(view.pid) in ("compiler", "compile-worker"):
             found = _set(g, view.pid, COMPILE_KNOBS)
             if found:
                 return Finding.about(M.COMPILE_SETTINGS, view, knobs=found)

@@ -22,7 +22,7 @@ uninterruptible (D for other reasons), exited, unknown.  CPU time of a
 spinning, stopped or frozen thread is never progress.
 """
 from ..knowledge import frames as frame_table
-from ..vocab import HALTED, Condition
+from ..vocab import Condition, HALTED, Kind
 
 RUNNING_SHARE = 0.5     # share of /proc samples that makes a thread "on CPU"
 BUSY_CPU_SHARE = 0.3    # or CPU time received, as a share of the window
@@ -116,7 +116,7 @@ def _uninterruptible(view, kernel, numbers):
         return ThreadState(Condition.STORAGE, "in page faults on anonymous memory (%s major faults, no data file mapped): "
                            "swapping under memory pressure" % faults["majflt"], dict(numbers, majflt=faults["majflt"]))
     in_d = sum(n for (state, _syscall), n in view.state_syscalls.items() if state == "D")
-    if view.kernel_kind == "io" or in_d and view.kernel_kinds.get("io", 0) * 2 >= in_d:
+    if view.kernel_kind == Kind.IO or in_d and view.kernel_kinds.get("io", 0) * 2 >= in_d:
         # (a thread half on a CPU, half in fdatasync: its D samples are storage all the same)
         return ThreadState(Condition.STORAGE, "in uninterruptible sleep on storage (%s)" % _top_wchan(view), numbers)
     return ThreadState(Condition.UNINTERRUPTIBLE, "in uninterruptible sleep (D, %s), not storage" % _top_wchan(view), numbers)

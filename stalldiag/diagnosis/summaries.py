@@ -20,7 +20,7 @@ from .explain import detail_text, doing, frame_text, halted_phrase, process_text
 from .registry.names import M
 from .types import Finding
 from .views import is_lock_file
-from ..vocab import Condition
+from ..vocab import Condition, Kind
 
 
 def whole(scene, finding, head, said):
@@ -107,7 +107,7 @@ def file_wait(scene):
     """The file a sleep loop at the chain's end polls (probes/file_waits.py), by what it is."""
     g, view = scene.g, scene.root
     wait = g.file_waits.get((view.pid, view.tid))
-    if not wait or view.kind not in ("sleep", "poll", "other"):
+    if not wait or view.kind not in (Kind.SLEEP, Kind.POLL, Kind.OTHER):
         return None
     others = wait.others(view.pid)
     if not others and view.pid in (wait.flock_holders or []):
@@ -184,7 +184,7 @@ def file_wait_text(g, waiter, wait, others, path=None):
 
 def terminal_input(scene):
     root = scene.root
-    if root.kind != "tty":
+    if root.kind != Kind.TTY:
         return None
     return Finding.about(M.TERMINAL_INPUT, root, reader=root, focus=scene.focus)
 
@@ -210,7 +210,7 @@ def terminal_headline(scene, finding, head, said):
 
 def prompt(scene):
     root = scene.root
-    if root.kind != "prompt":
+    if root.kind != Kind.PROMPT:
         return None
     detail = root.top_detail() or {}
     tty = ((detail.get("fd") if isinstance(detail, dict) else None) or {}).get("kind") == "tty"
@@ -222,7 +222,7 @@ def prompt_text(g, reader, focus, tty):
     whose other end pid N holds and never writes); it last wrote: <the prompt>"."""
     from ..knowledge.frames import framework_context
     from .retry import last_lines
-    what = next((row.framework for _d, row in framework_context(reader.top_stack or []) if row.kind == "prompt"),
+    what = next((row.framework for _d, row in framework_context(reader.top_stack or []) if row.kind == Kind.PROMPT),
                 None)
     detail = reader.top_detail() or {}
     fd = detail.get("fd") if isinstance(detail, dict) else None
@@ -274,7 +274,7 @@ def _focus_wait(focus):
     where = first_framework_frame(focus)
     if where:
         return "waits in %s for it" % where
-    if focus.kind == "cuda":
+    if focus.kind == Kind.CUDA:
         return "waits for its GPU at %s, whose kernels wait for it" % (frame_text(focus.user_frame()) or "a GPU sync")
     return "waits for it (%s)" % doing(focus)
 

@@ -14,7 +14,7 @@ from .hot import hot_code, hot_text, native_hot, native_text
 from .motion import runaway
 from .registry import table
 from .summaries import first_framework_frame
-from ..vocab import Category
+from ..vocab import Category, Kind
 
 
 @typed_record(frozen=True)
@@ -76,14 +76,14 @@ def _lead_text(scene, lead, head, decision):
 
 def _spins(scene, decision):
     culprit = decision.culprit
-    return decision.category == Category.CPU and culprit.kind == "cpu" and runaway(culprit, scene.g.procs.get(culprit.pid))
+    return decision.category == Category.CPU and culprit.kind == Kind.CPU and runaway(culprit, scene.g.procs.get(culprit.pid))
 
 
 def _hot_of(scene, decision, spins):
     """The culprit's HotCode when it computes under a cpu verdict (or a parent busy-waiting on its
     children, filed under them: its CPU still goes somewhere) and does not spin on one line."""
     culprit = decision.culprit
-    if spins or decision.category not in (Category.CPU, Category.SUBPROCESS) or culprit.kind not in ("cpu", "cpu-starved"):
+    if spins or decision.category not in (Category.CPU, Category.SUBPROCESS) or culprit.kind not in (Kind.CPU, Kind.CPU_STARVED):
         return None
     return hot_code(culprit)
 
@@ -117,7 +117,7 @@ def generic(scene, decision):
         text = "%s: %s works between short sleeps, woken %.0f times a second with %s of a core%s%s" % (
             head, culprit.label, rate, pct(cpu), where,
             "; waits on storage in %d of %d samples" % (culprit.kernel_kinds["io"], culprit.n_samples)
-            if culprit.kind == "io" else "")
+            if culprit.kind == Kind.IO else "")
         hot, what = None, None
     else:
         text = "%s: %s %s%s of the window%s" % (
@@ -126,8 +126,8 @@ def generic(scene, decision):
     if blocked and (not what or what.startswith("futex word")):
         text += "; waiting " + blocked      # (the call it waits in says more than a futex's address)
     elif what:
-        text += "; %s on %s" % ("between runs, waits" if culprit.kind == "cpu" else "waiting", what)
-    if culprit.kind in ("network", "ipc"):
+        text += "; %s on %s" % ("between runs, waits" if culprit.kind == Kind.CPU else "waiting", what)
+    if culprit.kind in (Kind.NETWORK, Kind.IPC):
         text += _request_words(g, culprit)
     native = native_hot(culprit) if category in (Category.CPU, Category.CUDA) else None
     if spins and native is not None and native.what and not native.what.startswith("the interpreter"):
@@ -142,7 +142,7 @@ def generic(scene, decision):
     if native is not None and category == Category.CPU:
         text += "; " + native_text(native)
     tool = scene.walk.tool_of(culprit)
-    if category == Category.CUDA and culprit.kind == "cuda":
+    if category == Category.CUDA and culprit.kind == Kind.CUDA:
         running = culprit.activity.get("running", 0) / culprit.n_samples if culprit.n_samples else 0
         spin = " (the CUDA driver spin-waits: %s on CPU)" % pct(running) if running >= 0.5 else ""
         text = "%s: %s waits for the GPU at %s%s" % (head, culprit.label, frame_text(culprit.user_frame()), spin)

@@ -7,6 +7,7 @@ from ..knowledge import frames as frame_table
 from ..knowledge.roles import native_role, role_of
 from . import kinds
 from .motion import stuck
+from ..vocab import Kind
 
 ACTIVITY_RANK = {k.name: k.rank for k in kinds.KINDS if k.rank}
 STRAGGLER_MARGIN = 20.0   # SM points a straggler's GPU must exceed the waiter's by
@@ -19,7 +20,7 @@ def idle_helper(view):
     """A helper thread parked in a wait (NCCL's socket listener, a pool's idle worker): no
     Python stack, or an executor's worker waiting for a task, and no CPU.  Nobody's wait ends
     through it."""
-    if (view.cpu_seconds or 0) >= 0.05 or view.kind in ("cpu", "io", "compile"):
+    if (view.cpu_seconds or 0) >= 0.05 or view.kind in (Kind.CPU, Kind.IO, Kind.COMPILE):
         return False
     return not view.top_stack or frame_table.idle_thread_pool_worker(view.top_stack)
 
@@ -38,7 +39,7 @@ def accepting(view):
     """A server thread waiting for a client: in accept(), or polling only listening sockets
     (socketserver's serve_forever, an asyncio server with no connection).  It holds no lock and
     serves no connection, so it is never the thread a waiter waits for."""
-    if view.kind != "network":
+    if view.kind != Kind.NETWORK:
         return False
     if view.main_activity()[0] in ("accept", "accept4"):
         return True
@@ -54,7 +55,7 @@ def waits_by_design(view):
     accept(): it waits for work, and a wait that ends at it ends where the work went instead."""
     if accepting(view) or idle_helper(view):
         return True
-    if view.kind in ("cpu", "io", "compile"):
+    if view.kind in (Kind.CPU, Kind.IO, Kind.COMPILE):
         return False
     if not view.top_stack and native_role(view.comm) is not None:
         return True      # (pt_autograd_0 between two backward passes: it waits for the next one)
@@ -63,7 +64,7 @@ def waits_by_design(view):
 
 def writes_pipe(view):
     """A thread caught writing a pipe (a full one: its reader does not drain it)."""
-    return view.kind == "pipe" and any(label.startswith("write") for label in view.activity)
+    return view.kind == Kind.PIPE and any(label.startswith("write") for label in view.activity)
 
 
 def waited_targets(view):
@@ -82,7 +83,7 @@ def waited_targets(view):
 
 
 def in_file_lock(view):
-    return view.kernel_kind == "lock" and bool({label for label in view.activity} & {"flock", "fcntl", "fcntl64"})
+    return view.kernel_kind == Kind.LOCK and bool({label for label in view.activity} & {"flock", "fcntl", "fcntl64"})
 
 
 def co_waiter(other, view):

@@ -17,6 +17,7 @@ from .views import waited_targets, waits_by_design, writes_pipe
 from ..knowledge.roles import runs_dispatched_task
 from .types import Edge, Finding
 from .registry.names import M
+from ..vocab import Kind
 
 MAX_CHAIN = 8
 
@@ -56,15 +57,15 @@ def walk(g, focus):
     while len(chain) < MAX_CHAIN:
         current = chain[-1]
         candidates = edge_finders.edges_of(g, current)
-        if current is focus and current.kind in ("sleep", "poll", "other", "tty", "network") \
+        if current is focus and current.kind in (Kind.SLEEP, Kind.POLL, Kind.OTHER, Kind.TTY, Kind.NETWORK) \
                 and (current.pid, current.tid) not in g.file_waits:
             # a child stuck writing a pipe the focus holds and does not read comes first: the
             # focus (a server waiting for clients) is idle because of it, not by design
             candidates = edge_finders.unread_child(g, current) + candidates
-        if current is focus and current.kind in ("sleep", "poll", "other", "tty") \
+        if current is focus and current.kind in (Kind.SLEEP, Kind.POLL, Kind.OTHER, Kind.TTY) \
                 and (current.pid, current.tid) not in g.file_waits:
             candidates = candidates + edge_finders.busier_thread(g, current)
-        if current is focus and waits_by_design(current) and current.kind != "loop-wakeup":
+        if current is focus and waits_by_design(current) and current.kind != Kind.LOOP_WAKEUP:
             # (a loop that watches only its own wake-up socket is the lost wake-up's to explain)
             # the focus is a framework's idle thread (a Dask worker's event loop, a server's loop):
             # the work is where its process runs a task, not at the peers it idles with
@@ -127,7 +128,7 @@ def undrained_pipe(g, walk):
         if edge is None or edge.kind != "peer" or edge.facts.get("via") != "pipe" or edge.waker is None:
             continue
         writer, reader = edge.waiter, edge.waker
-        if not writes_pipe(writer) or not stuck(writer) or reader.kind in ("cpu", "compile", "io") \
+        if not writes_pipe(writer) or not stuck(writer) or reader.kind in (Kind.CPU, Kind.COMPILE, Kind.IO) \
                 or writes_pipe(reader):
             continue   # (a reader blocked writing a pipe of its own is the other half of a deadlock;
                        # a writer whose writes go through between waits has its pipe drained, slowly)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from stalldiag.vocab import Category, Condition, Level, ProgressState
+from stalldiag.diagnosis import kinds
+from stalldiag.vocab import Category, Condition, Kind, Level, ProgressState
 
 PACKAGE = Path(__file__).resolve().parents[2] / "stalldiag"
 READERS = sorted((PACKAGE / "diagnosis").rglob("*.py")) + sorted((PACKAGE / "render").rglob("*.py")) + \
@@ -22,6 +23,10 @@ HOLDERS = [
     (re.compile(r"\.level\b|confidence"), Level),
     (re.compile(r"progress|\[\"state\"\]"), ProgressState),
     (re.compile(r"\.condition\b"), Condition),
+    # a thread view's kind (view.kind, culprit.kernel_kind, a frame row's kind, a root kind); an
+    # edge's, a finding's or an fd's kind is another vocabulary
+    (re.compile(r"^(?!.*\b(edge|e|link)\b)[\w\.\[\]\(\)-]*\b(view|v|culprit|focus|root|current|holder|thread|t|nxt|w|"
+                r"main|waiter|reader|writer|o|row|waker)\.(kind|kernel_kind|frame_kind)$"), Kind),
 ]
 
 
@@ -45,17 +50,23 @@ def literal_comparisons(paths=READERS):
     return found
 
 
-def test_no_rule_compares_a_category_level_progress_or_condition_with_its_bare_word():
+def test_no_rule_compares_a_category_level_progress_condition_or_thread_kind_with_its_bare_word():
     assert literal_comparisons() == []
 
 
 def test_the_counter_finds_a_bare_word(tmp_path):
     planted = tmp_path / "planted.py"
-    planted.write_text('if decision.category == "sleep" or view.state.condition in ("stopped", "x"):\n    pass\n')
-    assert [word for *_rest, word in literal_comparisons([planted])] == ["sleep", "stopped"]
+    planted.write_text('if decision.category == "sleep" or view.state.condition in ("stopped", "x"):\n    pass\n'
+                       'if culprit.kind == "lock" and edge.kind == "child":\n    pass\n')
+    assert [word for *_rest, word in literal_comparisons([planted])] == ["sleep", "stopped", "lock"]
 
 
-@pytest.mark.parametrize("member", list(Category) + list(Level) + list(ProgressState) + list(Condition))
+def test_every_thread_kind_has_its_row_and_every_row_its_member():
+    assert [row.name for row in kinds.KINDS] == list(Kind)
+    assert all(isinstance(row.name, Kind) and isinstance(row.root, Category) for row in kinds.KINDS)
+
+
+@pytest.mark.parametrize("member", list(Category) + list(Level) + list(ProgressState) + list(Condition) + list(Kind))
 def test_a_member_is_its_own_text_everywhere(member):
     text = member.value
     assert member == text and hash(member) == hash(text)
