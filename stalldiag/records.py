@@ -15,11 +15,20 @@ and a user's inspection does not pay for the check.
 """
 import os
 import reprlib
+import sys
 from dataclasses import MISSING, FrozenInstanceError, dataclass, fields
+
+if sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:
+    def dataclass_transform(**_kwargs):
+        """(typing's marker, for a type checker: a record's __init__ is its fields', as a dataclass's)"""
+        return lambda decorator: decorator
 
 CHECKS = os.environ.get("STALLDIAG_CHECKS") == "1"
 
 
+@dataclass_transform()
 def typed_record(cls=None, *, frozen=False):
     """@typed_record or @typed_record(frozen=True)."""
     def wrap(c):

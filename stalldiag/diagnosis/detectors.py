@@ -10,6 +10,7 @@ The registry's table (registry/table.py) names, for each row, one of these; diag
 rows in the table's order and keeps, of what a detector returns, the findings of the row's kind.
 """
 from collections import Counter
+from typing import Any, Dict
 
 from .explain import detail_text, frame_text
 from .motion import STUCK_SHARE, stuck
@@ -49,7 +50,7 @@ def on_scene(fn):
     return detect
 
 
-_SHARED = {}
+_SHARED: Dict[Any, Any] = {}
 
 
 def shared(fn):

@@ -128,12 +128,6 @@ def _held_for(g, proc):
     return "; it started %s before the window ended, so it has held the lock at most that long" % _duration(age)
 
 
-def _duration(seconds):
-    if seconds >= 7200:
-        return "%.1f h" % (seconds / 3600)
-    return "%.0f min" % (seconds / 60) if seconds >= 120 else "%.0f s" % seconds
-
-
 def lost_task(g, waiter, workers, replacements):
     return ("%s waits for a multiprocessing.Pool result at %s, but all %d workers of the pool are idle, waiting for "
             "a task: none has it, so the result will never come. A worker that dies mid-task (SIGKILL, the OOM "

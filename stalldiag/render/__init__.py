@@ -31,7 +31,7 @@ class _HtmlOnDemand:
     """The HTML renderer, imported the first time a page is written (its module, the chain picture
     and the page's assets cost every start 5 ms otherwise)."""
     format = "html"
-    extensions = (".html", ".htm")
+    extensions: Tuple[str, ...] = (".html", ".htm")
 
     def _real(self):
         from .html import HtmlRenderer

@@ -58,7 +58,7 @@ def thread_stacks(report, limit=None):
 
 def stack_total(thread):
     """The py-spy samples of a thread."""
-    return sum(run.count for run in thread.stack_runs)
+    return sum(run.samples for run in thread.stack_runs)
 
 
 def short_frame(frame):

@@ -7,6 +7,7 @@ written as \\u escapes so nothing in the capture can close the tag.  Sizes are
 bounded (threads in the timeline, segments per thread, stacks, frames, GPU
 points) so a capture with thousands of threads still makes a page of a few MB.
 """
+from typing import Tuple
 import html
 import json
 
@@ -905,7 +906,7 @@ JS = r"""
 
 class HtmlRenderer:
     format = "html"
-    extensions = (".html", ".htm")
+    extensions: Tuple[str, ...] = (".html", ".htm")
 
     # render() below is this module's function, looked up when called
     def render(self, report, color=False):

@@ -1,4 +1,5 @@
 """The JSON report: Report.to_dict(), the capture inside (the contract other tools read)."""
+from typing import Tuple
 import json
 
 
@@ -13,7 +14,7 @@ def render_incident(incident):
 
 class JsonRenderer:
     format = "json"
-    extensions = (".json",)
+    extensions: Tuple[str, ...] = (".json",)
 
     # render() and render_incident() below are this module's functions, looked up when called
     def render(self, report, color=False):

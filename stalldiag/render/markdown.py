@@ -1,4 +1,5 @@
 """Markdown for tickets: verdict first, then evidence, tables, stacks, syscalls, GPU."""
+from typing import Tuple
 import re
 
 from .common import (PROCESS_HEADER, failed_text, gpu_rows, looks_like_error, process_rows, short_frame,
@@ -222,7 +223,7 @@ def render_incident(incident, all_ranks=False):
 
 class MarkdownRenderer:
     format = "markdown"
-    extensions = (".md", ".markdown")
+    extensions: Tuple[str, ...] = (".md", ".markdown")
 
     # render() and render_incident() below are this module's functions, looked up when called
     def render(self, report, color=False):

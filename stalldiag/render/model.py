@@ -28,7 +28,7 @@ class OpenRecord:
     """A dataclass read from a mapping: its named fields typed, other keys kept in `extra`, and the
     mapping's key order kept in `keys`, so to_dict() gives the mapping back as it was. `nested`
     names the fields that are records themselves (field -> record class)."""
-    nested = {}
+    nested: Dict[str, Any] = {}
 
     @classmethod
     def read(cls, data):
@@ -288,9 +288,9 @@ class Frame(NamedTuple):
 
 
 class StackRun(NamedTuple):
-    """`count` consecutive py-spy samples of one stack (an index into Report.stacks)."""
+    """`samples` consecutive py-spy samples of one stack (an index into Report.stacks)."""
     stack: int
-    count: int
+    samples: int      # (not `count`: a tuple's own count() would be hidden)
 
 
 class FrameLocals(NamedTuple):

@@ -5,6 +5,7 @@ order (the run-length encoding of the capture expanded), each sample a list
 of frame indexes root first, every weight 1 (unit "none": one py-spy sample).
 Frame indexes are the report's frames table (the capture's).
 """
+from typing import Tuple
 import json
 
 from .. import __version__
@@ -96,7 +97,7 @@ def render(report):
 
 class SpeedscopeRenderer:
     format = "speedscope"
-    extensions = (".speedscope.json",)
+    extensions: Tuple[str, ...] = (".speedscope.json",)
 
     # render() below is this module's function, looked up when called
     def render(self, report, color=False):

@@ -1,4 +1,5 @@
 """Terminal summary: verdict and culprit first, then evidence, processes, stacks."""
+from typing import Tuple
 from .common import (PROCESS_HEADER, failed_text, looks_like_error, process_rows, short_frame, stack_total,
                      tail_heading, telling_pids, thread_stacks)
 from .consensus import (MAX_HOST_LINES, MAX_OUTLIERS, MAX_RANK_ROWS, class_heading, class_where, host_groups,
@@ -194,7 +195,7 @@ def render_incident(incident, all_ranks=False):
 
 class TextRenderer:
     format = "text"
-    extensions = (".txt",)
+    extensions: Tuple[str, ...] = (".txt",)
 
     # render() and render_incident() below are this module's functions, looked up when called
     def render(self, report, color=False):

@@ -148,7 +148,7 @@ def test_a_report_is_built_once_and_typed():
     rows = [t for p in report.processes for t in p.threads if t.timeline]
     assert rows and all(s.cls.band for t in rows for s in t.timeline)
     assert report.gpu.available and report.gpu.series and report.gpu.summaries
-    assert sum(run.count for p in report.processes for t in p.threads for run in t.stack_runs) > 0
+    assert sum(run.samples for p in report.processes for t in p.threads for run in t.stack_runs) > 0
 
 
 def test_the_fallback_report_survives_what_broke_the_diagnosis():
