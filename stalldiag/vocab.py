@@ -1,7 +1,7 @@
 """The report's closed vocabularies, as string enums a type checker sees.
 
 A verdict's category, its confidence level, the progress state, the condition the state model
-finds a thread in and a thread's kind are each one of a few words, written into the JSON report and compared by every
+finds a thread in, a thread's kind and a process's role are each one of a few words, written into the JSON report and compared by every
 rule that reads them.  Each is declared here once; the code compares members (`Category.SLEEP`),
 never the bare text, and a test (tests/unit/test_vocabulary.py) counts the literals left.
 
@@ -112,6 +112,48 @@ class Kind(Word):
     FROZEN = "frozen"
     EXITED = "exited"
     RETRY = "retry"
+
+
+class RoleKind(Word):
+    """What a process is to the job (diagnosis/graph.assign_roles; the process table's rows)."""
+    MAIN = "main"
+    LAUNCHER = "launcher"
+    RANK = "rank"
+    CHILD = "child"
+    DATALOADER_WORKER = "dataloader-worker"
+    COMPILE_WORKER = "compile-worker"
+    COMPILER = "compiler"
+    MP_HELPER = "mp-helper"
+    DEBUG_SERVER = "debug-server"
+    OUTSIDE = "outside the job"
+
+
+class Role(str):
+    """A process's role, as the report writes it ("rank 3", "launcher", "outside the job (holds a
+    lock it waits for)"), with what it is as fields: its kind, and a rank's number (never parsed
+    back from the text)."""
+
+    def __new__(cls, kind, rank=None, why=None):
+        kind = RoleKind(kind)
+        text = "rank %d" % rank if kind == RoleKind.RANK else "%s (%s)" % (kind, why) if why else str(kind)
+        role = super().__new__(cls, text)
+        role.kind, role.rank = kind, rank
+        return role
+
+    def __getnewargs__(self):
+        return (self.kind, self.rank, self._why())
+
+    def _why(self):
+        return str.__str__(self)[len(self.kind) + 2:-1] if self.kind == RoleKind.OUTSIDE and "(" in self else None
+
+    @property
+    def is_rank(self):
+        return self.kind == RoleKind.RANK
+
+
+def rank_of(role):
+    """A role's rank number, or None (no role, or not a rank)."""
+    return getattr(role, "rank", None)
 
 
 HALTED = (Condition.STOPPED, Condition.TRACED, Condition.FROZEN)   # it will not move until someone else acts

@@ -5,7 +5,7 @@ from .progress import Progress, assess, starved
 from .registry import table
 from .registry.names import M
 from .text import clip_items
-from ..vocab import Category, Kind, ProgressState
+from ..vocab import Category, Kind, ProgressState, rank_of
 
 
 def progress_of(scene, findings):
@@ -77,7 +77,7 @@ def blockers(scene, findings):
             out.append("%s waited for the GIL for the whole window" % focus.label)
         elif any(f.kind == M.FILE_LOCK for f in findings) and not chain[-1].state.progressing:
             out.append("%s waited on a file lock for the whole window, and its holder is not working" % focus.label)
-    ranks = [pid for pid, role in g.roles.items() if str(role).startswith("rank ")]
+    ranks = [pid for pid, role in g.roles.items() if rank_of(role) is not None]
     for pid in ranks + [v.pid for v in chain]:
         thread = g.main_thread(pid)
         if pid in done or thread is None or not g.halted(thread):

@@ -29,7 +29,7 @@ from .hot import busy_waits_on_children
 from .motion import runaway, streams_in
 from .views import is_lock_file, writes_pipe
 from .registry.names import M
-from ..vocab import Category, Condition, Kind
+from ..vocab import Category, Condition, Kind, rank_of, RoleKind
 
 # root kind -> (category, decisive), from the table of thread kinds
 ROOTS = {k.name: (k.root, k.decisive) for k in kinds.KINDS}
@@ -55,9 +55,9 @@ def root_kind(d, view):
     if d.halted(view):
         return "frozen" if d.halt_state(view).condition == Condition.FROZEN else "stopped"
     role = d.roles.get(view.pid)
-    if role == "compiler" or (role == "compile-worker" and view.kind == Kind.CPU):
+    if role == RoleKind.COMPILER or (role == RoleKind.COMPILE_WORKER and view.kind == Kind.CPU):
         return "compile"
-    if view.kind in (Kind.CHILD, Kind.PIPE) and any(d.roles.get(pid) == "compiler" for pid in d.descendants(view.pid)):
+    if view.kind in (Kind.CHILD, Kind.PIPE) and any(d.roles.get(pid) == RoleKind.COMPILER for pid in d.descendants(view.pid)):
         return "compile"   # waiting on the compilers it runs (g++ per kernel: each lives a second or two)
     wait = d.file_waits.get((view.pid, view.tid))
     if wait and view.kind in (Kind.SLEEP, Kind.POLL, Kind.OTHER) and is_lock_file(wait):
@@ -94,7 +94,7 @@ def boundary_of(d, walk):
     """(link kind, index) of the first link of the walk that explains the wait better than a
     weak root, or (None, None)."""
     chain = walk.chain
-    rank = lambda v: str(d.roles.get(v.pid)).startswith("rank ")
+    rank = lambda v: rank_of(d.roles.get(v.pid)) is not None
     for index, view in enumerate(chain[:-1]):
         edge, nxt = walk.into[index + 1], chain[index + 1]
         if view.kind in (Kind.COLLECTIVE, Kind.RENDEZVOUS) or edge.kind in ("rank", M.STRAGGLER) \

@@ -13,6 +13,7 @@ from dataclasses import field
 from typing import Any, Dict, List, Optional
 
 from ..records import typed_record
+from ..vocab import rank_of
 
 
 
@@ -261,7 +262,7 @@ def gaps_of(g):
 
 def _rank_view(g, rank):
     for pid, role in g.roles.items():
-        if role == "rank %d" % rank:
+        if rank_of(role) == rank:
             return g.main_thread(pid)
     return None
 

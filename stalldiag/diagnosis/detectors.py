@@ -16,7 +16,7 @@ from .explain import detail_text, frame_text
 from .motion import STUCK_SHARE, stuck
 from .registry.names import M
 from .types import Finding
-from ..vocab import Condition, Kind
+from ..vocab import Condition, Kind, rank_of, RoleKind
 
 
 # --- adapters ---------------------------------------------------------------------------------
@@ -180,7 +180,7 @@ def rank_groups_of(scene):
     """(waiting, outliers) pids when a step of the chain waits in a collective, else None."""
     from .edges import rank_groups
     g = scene.g
-    if not any(v.kind in (Kind.COLLECTIVE, Kind.RENDEZVOUS) or v.kind == Kind.CUDA and str(g.roles.get(v.pid)).startswith("rank ")
+    if not any(v.kind in (Kind.COLLECTIVE, Kind.RENDEZVOUS) or v.kind == Kind.CUDA and rank_of(g.roles.get(v.pid)) is not None
                for v in scene.chain):
         return None
     return rank_groups(g) or None
@@ -297,18 +297,18 @@ def skipped_children(scene):
 def process_exited(scene):
     g = scene.g
     return [Finding.about(M.PROCESS_EXITED, pid=p.pid, proc=p) for p in g.proc_list
-            if g.roles.get(p.pid) != "compiler" and p.exited_at is not None]
+            if g.roles.get(p.pid) != RoleKind.COMPILER and p.exited_at is not None]
 
 
 def no_python_stacks(scene):
     g = scene.g
     return [Finding.about(M.NO_PYTHON_STACKS, pid=p.pid, proc=p) for p in g.proc_list
-            if g.roles.get(p.pid) != "compiler" and not p.python.get("stacks") and p.exited_at is None]
+            if g.roles.get(p.pid) != RoleKind.COMPILER and not p.python.get("stacks") and p.exited_at is None]
 
 
 def compile_workers(scene):
     g = scene.g
-    workers = [p for p in g.proc_list if g.roles.get(p.pid) == "compile-worker" and p.exited_at is None]
+    workers = [p for p in g.proc_list if g.roles.get(p.pid) == RoleKind.COMPILE_WORKER and p.exited_at is None]
     if not workers:
         return None
     busy = [p for p in workers if getattr(g.most_telling_thread(p.pid), "kind", None) in (Kind.CPU, Kind.COMPILE)]
@@ -318,7 +318,7 @@ def compile_workers(scene):
 
 def compiler_processes(scene):
     g = scene.g
-    compilers = Counter(p.comm or "?" for p in g.proc_list if g.roles.get(p.pid) == "compiler")
+    compilers = Counter(p.comm or "?" for p in g.proc_list if g.roles.get(p.pid) == RoleKind.COMPILER)
     # (short-lived by nature: summarised, not one line each)
     return Finding.about(M.COMPILER_PROCESSES, compilers=compilers) if compilers else None
 

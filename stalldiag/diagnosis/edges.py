@@ -41,7 +41,7 @@ from . import kinds
 from .threads import THREAD_WAIT_KINDS
 from .types import Edge, Finding
 from .registry.names import M
-from ..vocab import Kind
+from ..vocab import Kind, rank_of, RoleKind
 
 
 def find(g, view):
@@ -402,7 +402,7 @@ def waited_child(g, view):
     kids = g.live_children(view.pid)
     if isinstance(wanted, int) and wanted > 0:
         kids = [p for p in kids if p.pid == wanted] or kids
-    kids.sort(key=lambda p: (g.process_halted(p.pid), g.roles.get(p.pid) == "compiler",
+    kids.sort(key=lambda p: (g.process_halted(p.pid), g.roles.get(p.pid) == RoleKind.COMPILER,
                              p.cpu_seconds or 0), reverse=True)
     threads = [g.most_telling_thread(p.pid) for p in kids]
     edges = [Edge(view, t, "child", process=True) for t in threads if t is not None]
@@ -621,7 +621,7 @@ def empty_pool(g, view):
 
 def waited_workers(g, view):
     """DataLoader: the training loop waits for workers; judge them by what they do."""
-    workers = [p for p in g.proc_list if g.roles.get(p.pid) == "dataloader-worker"]
+    workers = [p for p in g.proc_list if g.roles.get(p.pid) == RoleKind.DATALOADER_WORKER]
     mine = [p for p in workers if p.ppid == view.pid] or workers
     if not mine:
         return waited_peer(g, view)
@@ -652,7 +652,7 @@ def waited_workers(g, view):
 def ranks_of(g):
     ranks = {}
     for pid, role in g.roles.items():
-        if str(role).startswith("rank "):
+        if rank_of(role) is not None:
             thread = g.main_thread(pid)
             if thread is not None:
                 ranks[pid] = thread
@@ -702,13 +702,13 @@ def gpu_straggler(g, view, ranks):
 
 def gpu_wait(g, view):
     """A rank waiting on its GPU may wait on an NCCL kernel that waits for a hung peer."""
-    return outlier_rank(g, view) if str(g.roles.get(view.pid, "")).startswith("rank ") else []
+    return outlier_rank(g, view) if rank_of(g.roles.get(view.pid)) is not None else []
 
 
 def rank_fallback(g, view):
     """The walk ended inside a rank: a peer rank that is stopped or frozen holds the job; else
     a peer whose GPU does the work the others wait for."""
-    if not str(g.roles.get(view.pid, "")).startswith("rank "):
+    if rank_of(g.roles.get(view.pid)) is None:
         return []
     ranks = ranks_of(g)
     halted = [Edge(view, t, "rank", process=True) for pid, t in sorted(ranks.items())
@@ -728,7 +728,7 @@ def compiler_of(g, view):
     if view.kernel_kind not in COMPILE_WAITS:
         return None
     mine = set(g.descendants(view.pid))
-    kids = [p for p in g.proc_list if g.roles.get(p.pid) in ("compiler", "compile-worker")
+    kids = [p for p in g.proc_list if g.roles.get(p.pid) in (RoleKind.COMPILER, RoleKind.COMPILE_WORKER)
             and p.exited_at is None and p.pid in mine]
     busy = [g.most_telling_thread(p.pid) for p in kids]
     busy = [t for t in busy if t is not None and t.kind == Kind.CPU and t.share >= 0.3]
@@ -741,7 +741,7 @@ def compiling(g, view):
         # compile thread): the compile cannot finish until it runs again
         mine = set(g.descendants(view.pid))
         stopped = [g.main_thread(p.pid) for p in g.proc_list if p.pid in mine and p.exited_at is None
-                   and g.roles.get(p.pid) in ("compiler", "compile-worker")]
+                   and g.roles.get(p.pid) in (RoleKind.COMPILER, RoleKind.COMPILE_WORKER)]
         stopped = [t for t in stopped if t is not None and g.halted(t)]
         if stopped:
             return [Edge(view, stopped[0], "compile-step", process=True)]
@@ -809,7 +809,7 @@ def busier_thread(g, view):
         return []
     # First, a thread of the job retrying a call that keeps failing (an upload answered with 500,
     # a refused connect): the work the idle focus waits for is stuck there.
-    live = [v for v in g.views if v is not view and v.n_samples and g.roles.get(v.pid) not in ("launcher",)
+    live = [v for v in g.views if v is not view and v.n_samples and g.roles.get(v.pid) not in (RoleKind.LAUNCHER,)
             and v.n_samples * 2 >= g.window_samples]
     retrying = [v for v in live if v.kind in (Kind.SLEEP, Kind.POLL) and (g.retry(v) or {}).get("failing")]
     # A native helper thread parked on a futex (no Python stack, no CPU) is idle, not busy; so

@@ -9,7 +9,7 @@ a one-block spin kernel SM 0.76%, an NCCL kernel waiting for its peer SM 18% /
 tensor 0%.
 """
 from .registry.names import M
-from ..vocab import Category, Condition, Kind
+from ..vocab import Category, Condition, Kind, rank_of
 
 BUSY_FLAG = 90.0        # NVML utilization at or above: "a kernel is always running"
 IDLE = 5.0              # at or below: idle
@@ -191,7 +191,7 @@ def gpu_sinks(scene):
     # collective's kernel that waits for a peer, waits on what the chain found)
     view = scene.root
     if view is None or view.kind in (Kind.DATALOADER, Kind.COLLECTIVE, Kind.RENDEZVOUS) \
-            or str(g.roles.get(view.pid, "")).startswith("rank ") and view.kind == Kind.CUDA and scene.walk.chain[1:]:
+            or rank_of(g.roles.get(view.pid)) is not None and view.kind == Kind.CUDA and scene.walk.chain[1:]:
         return []
     devs = [g.gpus[i] for i in g.devices_of(view.pid) if i in g.gpus]
     if not devs or (devs[0].real_compute and devs[0].busy_flag):

@@ -23,11 +23,11 @@ from . import kinds
 from .threads import thread_views
 from .types import read
 from .views import ACTIVITY_RANK, idle_helper, stuck_handler, waited_targets
-from ..vocab import Condition, Kind
+from ..vocab import Condition, Kind, rank_of, Role, RoleKind
 
 
 
-LAUNCHER_ROLES = ("launcher",)
+LAUNCHER_ROLES = (RoleKind.LAUNCHER,)
 # the access modes of the waker probe's end records (probes/wakers._mode: fdinfo's flags, "rw"
 # where unread) that read or write a pipe; compared whole, as "write" contains the letter r
 READING_MODES = ("read", "rw")
@@ -63,26 +63,26 @@ def assign_roles(procs, root_pid, views_by_pid=None, parties=()):
             contexts.update(k for k, share in view.context_share.items() if share > 0)
         rank = first_var(proc.env, RANK_VARS)
         if proc.outside_tree:
-            roles[pid] = "outside the job (%s)" % OUTSIDE_WHY.get(proc.role_hint, "related")
-        elif row is not None and row.role == "launcher":
+            roles[pid] = Role(RoleKind.OUTSIDE, why=OUTSIDE_WHY.get(proc.role_hint, "related"))
+        elif row is not None and row.role == RoleKind.LAUNCHER:
             if pid == root_pid and len(procs) > 1 or any(p.ppid == pid for p in procs):
-                roles[pid] = "launcher"
+                roles[pid] = Role(RoleKind.LAUNCHER)
         elif row is not None:
-            roles[pid] = row.role
+            roles[pid] = Role(row.role)
         elif "dataloader-worker" in contexts:
-            roles[pid] = "dataloader-worker"
+            roles[pid] = Role(RoleKind.DATALOADER_WORKER)
         elif "debug-server" in contexts:
-            roles[pid] = "debug-server"     # (it inherited its rank's RANK: it is no rank)
+            roles[pid] = Role(RoleKind.DEBUG_SERVER)     # (it inherited its rank's RANK: it is no rank)
         elif rank is not None:
-            roles[pid] = "rank %d" % rank
+            roles[pid] = Role(RoleKind.RANK, rank=rank)
     _children_of_ranks(procs, roles)
     _unnumbered_ranks(procs, roles, root_pid, parties)
     if root_pid not in roles and _starts_ranks(procs, roles, root_pid):
-        roles[root_pid] = "launcher"     # a script that starts the ranks itself, as torchrun does
+        roles[root_pid] = Role(RoleKind.LAUNCHER)     # a script that starts the ranks itself, as torchrun does
     main = focus_process(procs, root_pid, roles)
     for proc in procs:
         if proc.pid not in roles:
-            roles[proc.pid] = "main" if main is not None and proc is main else "child"
+            roles[proc.pid] = Role(RoleKind.MAIN if main is not None and proc is main else RoleKind.CHILD)
     return roles
 
 
@@ -91,31 +91,31 @@ def _children_of_ranks(procs, roles):
     a child of the rank (a helper it started), not a second rank."""
     parents = {p.pid: p.ppid for p in procs}
     for pid, role in list(roles.items()):
-        if str(role).startswith("rank ") and roles.get(parents.get(pid)) == role:
-            roles[pid] = "child"
+        if role.is_rank and roles.get(parents.get(pid)) == role:
+            roles[pid] = Role(RoleKind.CHILD)
 
 
 def _unnumbered_ranks(procs, roles, root_pid, parties=()):
     """Processes running torch.distributed's threads, or waiting at a process-shared barrier,
     with no RANK variable are ranks, numbered by pid (the report says so: unnumbered-ranks); a
     root that started them is their launcher."""
-    if any(str(role).startswith("rank ") for role in roles.values()):
+    if any(role.is_rank for role in roles.values()):
         return
     ranks = sorted(p.pid for p in procs if p.pid not in roles and not p.outside_tree
                    and (runs_distributed(t.name for t in p.threads) or p.pid in parties))
     if not [pid for pid in ranks if pid != root_pid]:
         return   # one process using gloo alone is not a job of ranks
     for number, pid in enumerate(ranks):
-        roles[pid] = "rank %d" % number
+        roles[pid] = Role(RoleKind.RANK, rank=number)
     if root_pid not in ranks and root_pid not in roles:
-        roles[root_pid] = "launcher"
+        roles[root_pid] = Role(RoleKind.LAUNCHER)
 
 
 def _starts_ranks(procs, roles, root_pid):
     """The root, not a rank itself, has ranks below it."""
     parents = {p.pid: p.ppid for p in procs}
     for pid, role in roles.items():
-        if not str(role).startswith("rank ") or pid == root_pid:
+        if not role.is_rank or pid == root_pid:
             continue
         up = parents.get(pid)
         while up is not None and up != root_pid:
@@ -128,7 +128,7 @@ def _starts_ranks(procs, roles, root_pid):
 def unnumbered_ranks(procs, roles):
     """Ranks whose number is their place in pid order, not a RANK variable."""
     envs = {p.pid: p.env for p in procs}
-    return sorted(pid for pid, role in roles.items() if str(role).startswith("rank ")
+    return sorted(pid for pid, role in roles.items() if role.is_rank
                   and first_var(envs.get(pid), RANK_VARS) is None)
 
 
@@ -140,18 +140,16 @@ def focus_process(procs, root_pid, roles=None):
     root = next((p for p in procs if p.pid == root_pid), procs[0])
     if roles.get(root.pid) not in LAUNCHER_ROLES:
         return root
-    below = [p for p in procs if p is not root and roles.get(p.pid) not in LAUNCHER_ROLES + ("compiler",)]
+    below = [p for p in procs if p is not root and roles.get(p.pid) not in LAUNCHER_ROLES + (RoleKind.COMPILER,)]
     ranked = sorted(below, key=lambda p: (not p.python.get("stacks"),
-                                          not str(roles.get(p.pid, "")).startswith("rank"),
+                                          rank_of(roles.get(p.pid)) is None,
                                           _rank_number(roles.get(p.pid)), p.pid))
     return ranked[0] if ranked else root
 
 
 def _rank_number(role):
-    try:
-        return int(str(role).split()[1])
-    except (IndexError, ValueError):
-        return 1 << 30
+    rank = rank_of(role)
+    return 1 << 30 if rank is None else rank
 
 
 class WaitGraph:
@@ -204,7 +202,7 @@ class WaitGraph:
                 view.kind = "collective"
         for view in self.views:
             # a rank blocked (not computing) in backward() waits for DDP's gradient all-reduce
-            if str(self.roles.get(view.pid)).startswith("rank ") and view.kind in (Kind.LOCK, Kind.OTHER, Kind.POLL) \
+            if rank_of(self.roles.get(view.pid)) is not None and view.kind in (Kind.LOCK, Kind.OTHER, Kind.POLL) \
                     and frame_table.in_backward(view.top_stack) and stuck(view):
                 view.kind = "collective"
         # event loops waiting for events: what can wake each (event_loop.py)
@@ -225,12 +223,12 @@ class WaitGraph:
         if proc is None:
             return None
         main = self.main_thread(proc.pid)
-        if main is not None and self.halted(main) and str(self.roles.get(proc.pid, "")).startswith("rank "):
+        if main is not None and self.halted(main) and rank_of(self.roles.get(proc.pid)) is not None:
             # a stopped rank that is also the job's root (Lightning's rank 0 launches the others):
             # the job's progress is judged where it waits, at a rank waiting in the collective the
             # stopped one is missing from; the walk then ends at the stopped rank
             waiting = [self.main_thread(p.pid) for p in self.proc_list
-                       if p.pid != proc.pid and str(self.roles.get(p.pid, "")).startswith("rank ")]
+                       if p.pid != proc.pid and rank_of(self.roles.get(p.pid)) is not None]
             waiting = [v for v in waiting if v is not None and not self.halted(v)
                        and v.kind in (Kind.COLLECTIVE, Kind.RENDEZVOUS, Kind.CUDA)]
             if waiting:
@@ -394,7 +392,7 @@ class WaitGraph:
         """multiprocessing's resource tracker or fork server (it holds the pipe ends it inherited
         and writes to none of them), PyTorch's debug server frontend (it waits for requests): it
         ends nobody's wait."""
-        return self.roles.get(pid) in ("mp-helper", "debug-server")
+        return self.roles.get(pid) in (RoleKind.MP_HELPER, RoleKind.DEBUG_SERVER)
 
     def related(self, pid_a, pid_b):
         a, b = self.procs.get(pid_a), self.procs.get(pid_b)

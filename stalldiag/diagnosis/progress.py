@@ -25,7 +25,7 @@ from .motion import (STUCK_SHARE, _by_fd, _in_one_function, _silent, _user_line,
 from .types import Process
 from .views import writes_pipe
 from .text import clip_items
-from ..vocab import Condition, Kind, ProgressState
+from ..vocab import Condition, Kind, ProgressState, RoleKind
 
 # Least CPU use, as a share of one core over the span, that counts as work.
 CPU_WORK = 0.2
@@ -350,7 +350,7 @@ def assess(window, procs, views, gpus, halted=(), output=None):
 def _compiler(proc):
     from ..knowledge.processes import match_process
     row = match_process(proc.comm, proc.cmdline)
-    return row is not None and row.role == "compiler"
+    return row is not None and row.role == RoleKind.COMPILER
 
 
 def _writes_nothing(proc):

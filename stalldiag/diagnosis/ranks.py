@@ -14,6 +14,7 @@ import os
 from ..knowledge.frames import own_frames
 from ..knowledge.ranks import LOCAL_RANK_VARS, WORLD_SIZE_VARS, first_var
 from .explain import frame_text
+from ..vocab import rank_of
 
 STACK_FRAMES = 16     # frames of a rank's main thread its row keeps, innermost first
 CLASS_FRAMES = 12     # of those, the innermost that decide its class
@@ -42,13 +43,13 @@ def rank_rows(d):
     rows = []
     host = d.machine.hostname
     for pid, role in d.roles.items():
-        if not str(role).startswith("rank "):
+        if rank_of(role) is None:
             continue
         view = d.main_thread(pid)
         env = d.procs[pid].env if pid in d.procs else {}
         stack, depth = _stack(view) if view else ([], 0)
         rows.append({
-            "rank": int(role.split()[1]),
+            "rank": rank_of(role),
             "local_rank": first_var(env, LOCAL_RANK_VARS),
             "pid": pid,
             "host": host,

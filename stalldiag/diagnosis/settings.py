@@ -16,7 +16,7 @@ only beside the measured signal it explains.
 from ..knowledge import knobs as table
 from .registry.names import M
 from .types import Finding
-from ..vocab import Condition, Kind
+from ..vocab import Condition, Kind, rank_of, RoleKind
 
 DEBUG_KNOBS = ("PYTHONDEVMODE", "PYTHONMALLOC", "PYTHONTRACEMALLOC", "COVERAGE_PROCESS_START", "TORCH_USE_CUDA_DSA",
                "TORCH_COMPILE_DEBUG", "PYTORCH_NO_CUDA_MEMORY_CACHING")
@@ -61,7 +61,7 @@ def blocking_wait(scene):
 def no_collective_timeout(scene):
     g = scene.g
     for view in scene.chain:
-        if view.kind not in (Kind.COLLECTIVE, Kind.CUDA) or not str(g.roles.get(view.pid, "")).startswith("rank "):
+        if view.kind not in (Kind.COLLECTIVE, Kind.CUDA) or rank_of(g.roles.get(view.pid)) is None:
             continue
         env = (g.procs.get(view.pid).env if view.pid in g.procs else {}) or {}
         for name in ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"):
@@ -115,7 +115,7 @@ def debug_mode(scene):
 def compile_settings(scene):
     g = scene.g
     for view in scene.chain:
-        if view.kind == Kind.COMPILE or g.roles.get(view.pid) in ("compiler", "compile-worker"):
+        if view.kind == Kind.COMPILE or g.roles.get(view.pid) in (RoleKind.COMPILER, RoleKind.COMPILE_WORKER):
             found = _set(g, view.pid, COMPILE_KNOBS)
             if found:
                 return Finding.about(M.COMPILE_SETTINGS, view, knobs=found)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from stalldiag.diagnosis import kinds
-from stalldiag.vocab import Category, Condition, Kind, Level, ProgressState
+from stalldiag.vocab import Category, Condition, Kind, Level, ProgressState, Role, RoleKind, rank_of
 
 PACKAGE = Path(__file__).resolve().parents[2] / "stalldiag"
 READERS = sorted((PACKAGE / "diagnosis").rglob("*.py")) + sorted((PACKAGE / "render").rglob("*.py")) + \
@@ -27,6 +27,7 @@ HOLDERS = [
     # edge's, a finding's or an fd's kind is another vocabulary
     (re.compile(r"^(?!.*\b(edge|e|link)\b)[\w\.\[\]\(\)-]*\b(view|v|culprit|focus|root|current|holder|thread|t|nxt|w|"
                 r"main|waiter|reader|writer|o|row|waker)\.(kind|kernel_kind|frame_kind)$"), Kind),
+    (re.compile(r"roles\.get\(|roles\[|^role$|\.role$"), RoleKind),
 ]
 
 
@@ -50,15 +51,31 @@ def literal_comparisons(paths=READERS):
     return found
 
 
-def test_no_rule_compares_a_category_level_progress_condition_or_thread_kind_with_its_bare_word():
+def test_no_rule_compares_a_category_level_progress_condition_thread_kind_or_role_with_its_bare_word():
     assert literal_comparisons() == []
 
 
 def test_the_counter_finds_a_bare_word(tmp_path):
     planted = tmp_path / "planted.py"
     planted.write_text('if decision.category == "sleep" or view.state.condition in ("stopped", "x"):\n    pass\n'
-                       'if culprit.kind == "lock" and edge.kind == "child":\n    pass\n')
-    assert [word for *_rest, word in literal_comparisons([planted])] == ["sleep", "stopped", "lock"]
+                       'if culprit.kind == "lock" and edge.kind == "child":\n    pass\n'
+                       'if g.roles.get(pid) == "compiler":\n    pass\n')
+    assert sorted(word for *_rest, word in literal_comparisons([planted])) == ["compiler", "lock", "sleep", "stopped"]
+
+
+def test_no_role_is_parsed_back_from_its_text():
+    parsed = [(path.name, n) for path in READERS for n, line in enumerate(path.read_text().splitlines(), 1)
+              if re.search(r"startswith\(\"rank|role\)?\.split\(\)\[1\]|\"rank %d\" % \w+ ==|== \"rank %d\"", line)]
+    assert parsed == []
+
+
+def test_a_role_is_its_text_with_its_rank_as_a_number():
+    rank, outside, main = Role(RoleKind.RANK, rank=3), Role(RoleKind.OUTSIDE, why="holds a lock it waits for"), Role("main")
+    assert (rank, rank_of(rank), rank.is_rank) == ("rank 3", 3, True)
+    assert outside == "outside the job (holds a lock it waits for)" and outside.kind == RoleKind.OUTSIDE
+    assert (rank_of(main), rank_of(None), main.is_rank) == (None, None, False)
+    assert json.dumps({rank: [outside]}) == '{"rank 3": ["outside the job (holds a lock it waits for)"]}'
+    assert copy.deepcopy(outside) == outside and copy.deepcopy(rank).rank == 3
 
 
 def test_every_thread_kind_has_its_row_and_every_row_its_member():
