@@ -114,6 +114,27 @@ class Kind(Word):
     RETRY = "retry"
 
 
+class EdgeKind(Word):
+    """Who-waits-on-whom links of the walk that are no mechanism of their own (an edge that is
+    one, a lock's holder or a straggler, is named by its registry.M member); diagnosis/explain's
+    EDGE_WORDS says each in words."""
+    GIL = "gil"
+    FILE_HOLDER = "file-holder"
+    FILE_SERVER = "file-server"
+    JOIN = "join"
+    CHILD = "child"
+    PEER = "peer"
+    WORKERS = "workers"
+    PIN_MEMORY = "pin-memory"
+    RANK = "rank"
+    SIBLING = "sibling"
+    TASK = "task"
+    LOCK_WAITER = "lock-waiter"
+    HELD_AT_FORK = "held-at-fork"
+    COMPILER = "compiler"
+    COMPILE_STEP = "compile-step"
+
+
 class RoleKind(Word):
     """What a process is to the job (diagnosis/graph.assign_roles; the process table's rows)."""
     MAIN = "main"

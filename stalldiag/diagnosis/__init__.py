@@ -43,7 +43,7 @@ from .ranks import group as rank_groups_of, suspects as suspect_ranks  # noqa: E
 from .collectives import analyze as collective_gaps, sentence as collective_gap_text  # noqa: E402,F401
 from .threads import sample_kind  # noqa: E402,F401
 from .timeline import sample_key  # noqa: E402,F401
-from ..vocab import Category, Kind, Level, ProgressState# noqa: E402
+from ..vocab import Category, EdgeKind, Kind, Level, ProgressState# noqa: E402
 
 
 @typed_record(frozen=True)
@@ -140,7 +140,7 @@ def _step_text(g, walk, view):
     if what and not activity.startswith("on CPU"):
         inner += " on %s" % what
     edge = walk.into[walk.chain.index(view)] if view in walk.chain else None
-    if edge is not None and edge.kind == "workers":
+    if edge is not None and edge.kind == EdgeKind.WORKERS:
         group = "%d DataLoader workers: %s" % (len(edge.facts["workers"]), ", ".join(
             "%d %s" % (n, k) for k, n in edge.facts["kinds"].most_common()))
         return "%s (e.g. pid %d: %s)" % (group, view.pid, inner)

@@ -5,7 +5,7 @@ from .progress import Progress, assess, starved
 from .registry import table
 from .registry.names import M
 from .text import clip_items
-from ..vocab import Category, Kind, ProgressState, rank_of
+from ..vocab import Category, EdgeKind, Kind, ProgressState, rank_of
 
 
 def progress_of(scene, findings):
@@ -73,7 +73,7 @@ def blockers(scene, findings):
     focus = chain[0]
     duration = g.window.duration_s or 0
     if starved(focus, duration) and len(chain) > 1:
-        if walk.out_of(focus) is not None and walk.out_of(focus).kind == "gil":
+        if walk.out_of(focus) is not None and walk.out_of(focus).kind == EdgeKind.GIL:
             out.append("%s waited for the GIL for the whole window" % focus.label)
         elif any(f.kind == M.FILE_LOCK for f in findings) and not chain[-1].state.progressing:
             out.append("%s waited on a file lock for the whole window, and its holder is not working" % focus.label)

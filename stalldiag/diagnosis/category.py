@@ -29,7 +29,7 @@ from .hot import busy_waits_on_children
 from .motion import runaway, streams_in
 from .views import is_lock_file, writes_pipe
 from .registry.names import M
-from ..vocab import Category, Condition, Kind, rank_of, RoleKind
+from ..vocab import Category, Condition, EdgeKind, Kind, rank_of, RoleKind
 
 # root kind -> (category, decisive), from the table of thread kinds
 ROOTS = {k.name: (k.root, k.decisive) for k in kinds.KINDS}
@@ -97,28 +97,28 @@ def boundary_of(d, walk):
     rank = lambda v: rank_of(d.roles.get(v.pid)) is not None
     for index, view in enumerate(chain[:-1]):
         edge, nxt = walk.into[index + 1], chain[index + 1]
-        if view.kind in (Kind.COLLECTIVE, Kind.RENDEZVOUS) or edge.kind in ("rank", M.STRAGGLER) \
+        if view.kind in (Kind.COLLECTIVE, Kind.RENDEZVOUS) or edge.kind in (EdgeKind.RANK, M.STRAGGLER) \
                 or (rank(view) and rank(nxt) and nxt.pid != view.pid):
             return ("rendezvous" if view.kind == Kind.RENDEZVOUS else "collective"), index
-        if edge.kind == "child":
+        if edge.kind == EdgeKind.CHILD:
             return "child", index
-        if edge.kind == "peer" and edge.facts.get("via") == "tcp" and d.halted(nxt):
+        if edge.kind == EdgeKind.PEER and edge.facts.get("via") == "tcp" and d.halted(nxt):
             # a client waits on the server at the other end of its connection, which is stopped
             # (a child of it or not): the wait is the network's, the stop is why
             return "connection", index
-        if edge.kind == "peer" and edge.facts.get("via") == "tcp" and _outside(d, nxt) and not _outside(d, view):
+        if edge.kind == EdgeKind.PEER and edge.facts.get("via") == "tcp" and _outside(d, nxt) and not _outside(d, view):
             # a request the job sent to a server outside it (a tracking service, a feature
             # store): whatever the server's handler waits on, the job waits on the network, and
             # the handler's wait is where the request is, not a lock or a sleep of the job's
             return "connection-outside", index
-        if edge.kind == "peer" and edge.facts.get("via") == "pipe" and view.kind == Kind.PIPE \
+        if edge.kind == EdgeKind.PEER and edge.facts.get("via") == "pipe" and view.kind == Kind.PIPE \
                 and not writes_pipe(view) and nxt.kind == Kind.SLEEP and not d.halted(nxt):
             # a reader whose only writer sleeps (a data feed that delivers a block, then waits):
             # its input arrives slowly; the sleep is the writer's pace, not the reader's wait
             return "slow-feed", index
-        if edge.kind in (M.FILE_LOCK, "file-server"):
+        if edge.kind in (M.FILE_LOCK, EdgeKind.FILE_SERVER):
             return edge.kind, index
-        if edge.kind in (M.LOCK_HOLDER, "lock-waiter") or (edge.kind == "sibling" and view.kind == Kind.LOCK):
+        if edge.kind in (M.LOCK_HOLDER, EdgeKind.LOCK_WAITER) or (edge.kind == EdgeKind.SIBLING and view.kind == Kind.LOCK):
             if python_lock_wait(view, nxt):
                 return "lock", index
     if any(v.kind == Kind.COMPILE for v in chain):

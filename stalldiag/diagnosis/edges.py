@@ -41,7 +41,7 @@ from . import kinds
 from .threads import THREAD_WAIT_KINDS
 from .types import Edge, Finding
 from .registry.names import M
-from ..vocab import Kind, rank_of, RoleKind
+from ..vocab import EdgeKind, Kind, rank_of, RoleKind
 
 
 def find(g, view):
@@ -66,7 +66,7 @@ def joined(g, view):
     target = next((v for v in g.by_pid.get(view.pid, []) if join and v.tid == join.target_tid), None)
     if target is None:
         return waited_thread(g, view)
-    return [Edge(view, target, "join")]
+    return [Edge(view, target, EdgeKind.JOIN)]
 
 
 def waker_exited(g, view):
@@ -140,14 +140,14 @@ def waited_thread(g, view):
     timed = [v for v in others if v.timed_wait and v.kind in THREAD_WAIT_KINDS]
     busy = sorted((v for v in others if ACTIVITY_RANK.get(v.kind, 0) > 0 and v not in timed),
                   key=lambda v: -g.weight(v))
-    edges += [Edge(view, v, "sibling", {"doing": v.kind}, guess=True) for v in busy]
+    edges += [Edge(view, v, EdgeKind.SIBLING, {"doing": v.kind}, guess=True) for v in busy]
     # Nobody is busy: the thread that should signal may be sleeping.  Prefer threads running
     # the user's own code over library helper threads.
     # (one that has a minute or more of one sleep left is a timer, a watchdog: not the thread
     # that will end this wait soon)
     sleepers = sorted((v for v in others if (v.kind in (Kind.SLEEP, Kind.POLL) or v in timed) and v.user_frame()
                        and not library_only(v) and not long_sleep(v)), key=lambda v: -v.share)
-    edges += [Edge(view, v, "sibling", {"doing": "sleep"}, guess=True) for v in sleepers]
+    edges += [Edge(view, v, EdgeKind.SIBLING, {"doing": "sleep"}, guess=True) for v in sleepers]
     if view.kind in THREAD_WAIT_KINDS and stuck(view):
         # last: the walk reaches it only when every thread above is already on its chain
         orphan = orphaned_wait(g, view, co)
@@ -191,7 +191,7 @@ def gil_holder(g, view):
     if not holder_tid or holder_tid == view.tid or view.frame_kind:
         return []
     holder = next((v for v in g.by_pid.get(view.pid, []) if v.tid == holder_tid), None)
-    return [Edge(view, holder, "gil", {"how": info.how or "py-spy"})] if holder else []
+    return [Edge(view, holder, EdgeKind.GIL, {"how": info.how or "py-spy"})] if holder else []
 
 
 def lock_order_partner(g, view):
@@ -262,7 +262,7 @@ def lock_waiters(g, view):
     if not others:
         return []
     said = [Finding.about(M.LIKELY_DEADLOCK, others[0], threads=[view] + others)]
-    return [Edge(view, other, "lock-waiter", findings=said if i == 0 else [], guess=True)
+    return [Edge(view, other, EdgeKind.LOCK_WAITER, findings=said if i == 0 else [], guess=True)
             for i, other in enumerate(others)]
 
 
@@ -293,7 +293,7 @@ def held_at_fork(g, view):
             holder = candidate
     said = Finding.about(M.LOCK_HELD_AT_FORK, view, waiter=view, wants=wants, lock_frame=lock_frame,
                          parent=parent.pid, holder=holder)
-    return Edge(view, None, "held-at-fork", findings=[said])
+    return Edge(view, None, EdgeKind.HELD_AT_FORK, findings=[said])
 
 
 def missed_task_done(g, view):
@@ -381,7 +381,7 @@ def waited_file(g, view):
         return file_server(g, view)
     pids = wait.others(view.pid)
     threads = [g.most_telling_thread(pid) for pid in dict.fromkeys(pids)]
-    return [Edge(view, t, "file-holder", {"path": wait.path}, process=True) for t in threads if t]
+    return [Edge(view, t, EdgeKind.FILE_HOLDER, {"path": wait.path}, process=True) for t in threads if t]
 
 
 def file_server(g, view):
@@ -392,7 +392,7 @@ def file_server(g, view):
         for server in mount.get("served_by") or []:
             thread = g.most_telling_thread(server.get("pid")) if server.get("pid") in g.procs else None
             if thread is not None and thread.pid != view.pid:
-                out.append(Edge(view, thread, "file-server", {M.MOUNT: mount}, process=True))
+                out.append(Edge(view, thread, EdgeKind.FILE_SERVER, {M.MOUNT: mount}, process=True))
     return out
 
 
@@ -405,7 +405,7 @@ def waited_child(g, view):
     kids.sort(key=lambda p: (g.process_halted(p.pid), g.roles.get(p.pid) == RoleKind.COMPILER,
                              p.cpu_seconds or 0), reverse=True)
     threads = [g.most_telling_thread(p.pid) for p in kids]
-    edges = [Edge(view, t, "child", process=True) for t in threads if t is not None]
+    edges = [Edge(view, t, EdgeKind.CHILD, process=True) for t in threads if t is not None]
     if not edges:
         # The child it ran has exited, and it still polls the child's output pipes: whoever holds
         # them now (a grandchild the child left running, a daemon it started) is what it waits for.
@@ -413,7 +413,7 @@ def waited_child(g, view):
             for pid in g.holders.get(target, ()):
                 thread = g.most_telling_thread(pid) if pid != view.pid else None
                 if thread is not None and all(e.waker is not thread for e in edges):
-                    edges.append(Edge(view, thread, "child", {"via": "pipe", "target": target}, process=True))
+                    edges.append(Edge(view, thread, EdgeKind.CHILD, {"via": "pipe", "target": target}, process=True))
     return edges
 
 
@@ -425,7 +425,7 @@ def waited_peer(g, view):
         workers = [v for v in g.by_pid.get(view.pid, []) if v is not view
                    and frame_table.runs(v.top_stack, frame_table.PROCESS_POOL_WORKER)]
         if workers:
-            return [Edge(view, v, "sibling", {"doing": v.kind}, guess=True) for v in workers
+            return [Edge(view, v, EdgeKind.SIBLING, {"doing": v.kind}, guess=True) for v in workers
                     if not frame_table.idle_thread_pool_task_worker(v.top_stack)]
         lost = (dying_pool_workers(g, view) or lost_pool_task(g, view)) if stuck(view) else None
         if lost:
@@ -464,7 +464,7 @@ def waited_peer(g, view):
     threads = [t for t in threads if t is not None]
     threads.sort(key=lambda v: (g.halted(v), g.weight(v), peers[v.pid]), reverse=True)
     # peers: how many processes could be the other end (a cycle needs the only one)
-    edges = [Edge(view, t, "peer", {"via": "pipe", "peers": len(threads)}, process=True) for t in threads]
+    edges = [Edge(view, t, EdgeKind.PEER, {"via": "pipe", "peers": len(threads)}, process=True) for t in threads]
     return past_idle_servers(g, view, edges)
 
 
@@ -486,7 +486,7 @@ def unfed_pipe(g, view):
             continue
         said = Finding.about(M.UNFED_PIPE, view, reader=view, target=target, holder=proc.pid, holder_thread=thread,
                              wrote=(proc.io or {}).get("wchar"))
-        return Edge(view, thread, "peer", {"via": "pipe", "target": target}, findings=[said], process=True,
+        return Edge(view, thread, EdgeKind.PEER, {"via": "pipe", "target": target}, findings=[said], process=True,
                     stops=True)
     return None
 
@@ -516,7 +516,7 @@ def tcp_peer(g, view):
                 # call freezes its whole loop), blocked on a connection of its own, upstream
                 serving = {target}
             if serving or g.halted(thread) or thread.kind in WORKING_KINDS or stuck_handler(thread):
-                out.append(Edge(view, thread, "peer", {"via": "tcp", "target": target}, process=True))
+                out.append(Edge(view, thread, EdgeKind.PEER, {"via": "tcp", "target": target}, process=True))
             else:
                 # it holds the other end, but nothing of it reads or works: it does not answer
                 said = Finding.about(M.PEER_NOT_SERVING, view, waiter=view, target=target, peer=pid, peer_thread=thread)
@@ -556,7 +556,7 @@ def work_in_flight(g, view):
     # (a task that computes between short waits, a shard read, a sleep, is running all the same)
     tasks.sort(key=lambda v: (v.pid in below, g.halted(v), v.kind in WORKING_KINDS or stuck(v), g.weight(v)),
                reverse=True)
-    return [Edge(view, v, "task", {"via": "the work in flight"}, guess=v.pid not in below, process=v.pid != view.pid)
+    return [Edge(view, v, EdgeKind.TASK, {"via": "the work in flight"}, guess=v.pid not in below, process=v.pid != view.pid)
             for v in tasks]
 
 
@@ -633,7 +633,7 @@ def waited_workers(g, view):
     pinning = [v for v in g.by_pid.get(view.pid, []) if v is not view and v.kind == Kind.CPU
                and frame_table.runs(v.top_stack, frame_table.PIN_MEMORY_LOOP)]
     if pinning and not any(t.kind in WORKING_KINDS for t in threads):
-        return [Edge(view, pinning[0], "pin-memory", process=False)]
+        return [Edge(view, pinning[0], EdgeKind.PIN_MEMORY, process=False)]
     if threads and stuck(view) and all(frame_table.idle_dataloader_worker(t.top_stack) and stuck(t)
                                        and not g.halted(t) for t in threads):
         # every worker waits for an index while the loop waits for a batch: none is making it.
@@ -644,7 +644,7 @@ def waited_workers(g, view):
                                                                         workers=threads, error=error)])]
     threads.sort(key=lambda v: (g.halted(v), g.weight(v), v.cpu_seconds or 0), reverse=True)
     kinds = Counter(t.kind for t in threads)
-    return [Edge(view, t, "workers", {"workers": threads, "kinds": kinds}, process=True) for t in threads]
+    return [Edge(view, t, EdgeKind.WORKERS, {"workers": threads, "kinds": kinds}, process=True) for t in threads]
 
 
 # --- ranks ----------------------------------------------------------------------------------
@@ -673,7 +673,7 @@ def outlier_rank(g, view):
     waiting, elsewhere = rank_groups(g)
     outliers = [ranks[pid] for pid in elsewhere if pid != view.pid]
     outliers.sort(key=lambda v: (g.halted(v), -v.pid if g.halted(v) else g.weight(v), -v.pid), reverse=True)
-    edges = [Edge(view, t, "rank", process=True) for t in outliers]
+    edges = [Edge(view, t, EdgeKind.RANK, process=True) for t in outliers]
     return edges + gpu_straggler(g, view, ranks)
 
 
@@ -711,7 +711,7 @@ def rank_fallback(g, view):
     if rank_of(g.roles.get(view.pid)) is None:
         return []
     ranks = ranks_of(g)
-    halted = [Edge(view, t, "rank", process=True) for pid, t in sorted(ranks.items())
+    halted = [Edge(view, t, EdgeKind.RANK, process=True) for pid, t in sorted(ranks.items())
               if pid != view.pid and g.halted(t)]
     return halted or (gpu_straggler(g, view, ranks) if len(ranks) > 1 else [])
 
@@ -744,11 +744,11 @@ def compiling(g, view):
                    and g.roles.get(p.pid) in (RoleKind.COMPILER, RoleKind.COMPILE_WORKER)]
         stopped = [t for t in stopped if t is not None and g.halted(t)]
         if stopped:
-            return [Edge(view, stopped[0], "compile-step", process=True)]
+            return [Edge(view, stopped[0], EdgeKind.COMPILE_STEP, process=True)]
     tool = compiler_of(g, view)
     if tool is None:
         return []
-    return [Edge(view, None, "compiler", {"tool": tool},
+    return [Edge(view, None, EdgeKind.COMPILER, {"tool": tool},
                  findings=[Finding.about(M.COMPILER_BUSY, tool, compiler=tool, waiter=view)])]
 
 
@@ -796,7 +796,7 @@ def unread_child(g, view):
             detail = thread.top_detail() or {}
             target = ((detail.get("fd") if isinstance(detail, dict) else None) or {}).get("target")
             if target and target not in own and view.pid in g.reader_pids(thread, target):
-                out.append(Edge(view, thread, "child", {"via": "pipe", "target": target}, process=True))
+                out.append(Edge(view, thread, EdgeKind.CHILD, {"via": "pipe", "target": target}, process=True))
     return out
 
 
@@ -817,8 +817,8 @@ def busier_thread(g, view):
     candidates = [v for v in live if v.share >= 0.5 and ACTIVITY_RANK.get(v.kind, 0) >= 3 and not idle_helper(v)
                   and not accepting(v)]
     candidates.sort(key=lambda v: (ACTIVITY_RANK.get(v.kind, 0), v.share), reverse=True)
-    return [Edge(view, v, "sibling", {"doing": "retry", "handover": True}, guess=True) for v in retrying] + \
-        [Edge(view, v, "sibling", {"doing": v.kind, "handover": True}, guess=True) for v in candidates]
+    return [Edge(view, v, EdgeKind.SIBLING, {"doing": "retry", "handover": True}, guess=True) for v in retrying] + \
+        [Edge(view, v, EdgeKind.SIBLING, {"doing": v.kind, "handover": True}, guess=True) for v in candidates]
 
 
 def edges_of(g, view):

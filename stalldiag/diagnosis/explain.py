@@ -3,7 +3,7 @@ import os
 
 from . import kinds
 from .registry.names import M
-from ..vocab import Kind
+from ..vocab import EdgeKind, Kind
 
 
 
@@ -64,22 +64,22 @@ def detail_text(detail):
 # and with the edge's object as the fact named here gives it (a lock's name, "pipe", a path).
 EDGE_WORDS = {
     M.LOCK_HOLDER: ("a lock it holds", "wants", "lock '{}', which it holds"),
-    "gil": ("the GIL it holds", None, None),
+    EdgeKind.GIL: ("the GIL it holds", None, None),
     M.FILE_LOCK: ("a file lock it holds", None, None),
-    "file-holder": ("a lock or marker file it holds", "path", "lock file {}"),
-    "file-server": ("the FUSE server of the mount", None, None),
-    "join": ("it to finish (join)", None, None),
-    "child": ("its child", "via", "its child (through a {})"),
-    "peer": ("the other end of a pipe or socket", "via", "the other end of a {}"),
-    "workers": ("its DataLoader workers", None, None),
-    "pin-memory": ("the DataLoader's pin-memory thread, copying batches into page-locked memory", None, None),
-    "rank": ("it, in a collective", None, None),
+    EdgeKind.FILE_HOLDER: ("a lock or marker file it holds", "path", "lock file {}"),
+    EdgeKind.FILE_SERVER: ("the FUSE server of the mount", None, None),
+    EdgeKind.JOIN: ("it to finish (join)", None, None),
+    EdgeKind.CHILD: ("its child", "via", "its child (through a {})"),
+    EdgeKind.PEER: ("the other end of a pipe or socket", "via", "the other end of a {}"),
+    EdgeKind.WORKERS: ("its DataLoader workers", None, None),
+    EdgeKind.PIN_MEMORY: ("the DataLoader's pin-memory thread, copying batches into page-locked memory", None, None),
+    EdgeKind.RANK: ("it, in a collective", None, None),
     M.STRAGGLER: ("it, a straggler, in a collective", None, None),
-    "sibling": ("it (a guess: a busier sibling)", None, None),
-    "task": ("the task it runs (the work in flight, past the framework's idle threads)", None, None),
-    "lock-waiter": ("a lock (a guess: another waiter)", None, None),
+    EdgeKind.SIBLING: ("it (a guess: a busier sibling)", None, None),
+    EdgeKind.TASK: ("the task it runs (the work in flight, past the framework's idle threads)", None, None),
+    EdgeKind.LOCK_WAITER: ("a lock (a guess: another waiter)", None, None),
     # terminal edges: nobody will end the wait
-    "held-at-fork": ("a lock held at fork, which nobody will release", None, None),
+    EdgeKind.HELD_AT_FORK: ("a lock held at fork, which nobody will release", None, None),
     M.LOST_TASK: ("a pool task that was lost", None, None),
     M.POOL_RESULTS_UNDELIVERED: ("a pool result nobody is left to deliver", None, None),
     M.POOL_WORKERS_DYING: ("pool workers that die before they finish a task", None, None),
@@ -89,8 +89,8 @@ EDGE_WORDS = {
     M.WAKER_EXITED: ("a waker that exited", None, None),
     M.POOL_EMPTY: ("a pool with no workers", None, None),
     M.MISSED_TASK_DONE: ("a task_done() that was missed", None, None),
-    "compiler": ("a compiler it drives", "tool", "compiler {}"),
-    "compile-step": ("a compiler it waits for, which is stopped", None, None),
+    EdgeKind.COMPILER: ("a compiler it drives", "tool", "compiler {}"),
+    EdgeKind.COMPILE_STEP: ("a compiler it waits for, which is stopped", None, None),
 }
 OBJECT_WORDS = {"tcp": "TCP connection", "pipe": "pipe"}
 

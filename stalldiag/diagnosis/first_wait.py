@@ -19,7 +19,7 @@ where the row's own category stands.
 """
 from .registry.names import M
 from .views import waited_targets
-from ..vocab import Kind
+from ..vocab import EdgeKind, Kind
 
 SUBPROCESS = "subprocess"
 
@@ -33,7 +33,7 @@ def pipe_cycle(g, walk, finding):
     if finding.kind != M.DEADLOCK or not _starts_at_own_child(g, walk):
         return None
     edges = finding.facts.get("edges") or []
-    alone = bool(edges) and all(e.kind in ("peer", "child") and e.facts.get("via") == "pipe" for e in edges)
+    alone = bool(edges) and all(e.kind in (EdgeKind.PEER, EdgeKind.CHILD) and e.facts.get("via") == "pipe" for e in edges)
     return SUBPROCESS if alone else None
 
 
@@ -44,7 +44,7 @@ def undrained(g, walk, finding):
     # the pipe is the focus's to read, or the child's own (a queue the child made, its feeder
     # flushing at the child's exit with nobody left to read it)
     unread_by = reader is walk.chain[0] or (reader is not None and writer is not None and reader.pid == writer.pid)
-    waits_on_writer = (walk.into[1] is not None and walk.into[1].kind in ("child", "peer")
+    waits_on_writer = (walk.into[1] is not None and walk.into[1].kind in (EdgeKind.CHILD, EdgeKind.PEER)
                        and _waits_on(g, walk.chain[0], walk.chain[1].pid) and unread_by
                        and writer is not None and writer in walk.chain[1:])
     return SUBPROCESS if waits_on_writer else None

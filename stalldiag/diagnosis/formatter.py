@@ -5,7 +5,7 @@ taking the Finding's facts; registry.py names, for each mechanism, the function 
 """
 from .explain import code_text, doing, doing_call, edge_words, frame_text, pct, process_text, request_clause
 from .registry.names import M
-from ..vocab import Kind
+from ..vocab import EdgeKind, Kind
 
 LOCK_TYPES = {"FLOCK": "flock()", "POSIX": "POSIX (fcntl/lockf)", "OFDLCK": "open-file-description (OFD)",
               "LEASE": "lease"}
@@ -206,7 +206,7 @@ def cycle(g, cycle, edges):
             "%s waits for %s, held by pid %d" % (proc_text(g.procs.get(e.waiter.pid), e.waiter.pid),
                                                  _lock_name(e), e.waker.pid) if e.kind == M.FILE_LOCK else
             "%s waits for the task pid %d runs, at %s" % (proc_text(g.procs.get(e.waiter.pid), e.waiter.pid),
-                                                         e.waker.pid, frame_text(e.waker.user_frame())) if e.kind == "task" else
+                                                         e.waker.pid, frame_text(e.waker.user_frame())) if e.kind == EdgeKind.TASK else
             "%s %s, pid %d" % (proc_text(g.procs.get(e.waiter.pid), e.waiter.pid), edge_words(e), e.waker.pid)
             for e in edges)
     if M.LOCK_HOLDER in kinds:

@@ -20,7 +20,7 @@ from .explain import detail_text, doing, frame_text, halted_phrase, process_text
 from .registry.names import M
 from .types import Finding
 from .views import is_lock_file
-from ..vocab import Condition, Kind
+from ..vocab import Condition, EdgeKind, Kind
 
 
 def whole(scene, finding, head, said):
@@ -289,7 +289,7 @@ def first_framework_frame(view):
 
 def gil_held(scene):
     out = scene.walk.out_of(scene.focus)
-    if out is None or out.kind != "gil":
+    if out is None or out.kind != EdgeKind.GIL:
         return None
     return Finding.about(M.GIL_HELD, scene.root, waiter=scene.focus, holder=scene.root,
                          tool=scene.walk.tool_of(scene.root))

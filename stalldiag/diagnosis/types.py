@@ -673,7 +673,7 @@ class Finding:
 class Edge:
     waiter: Any                   # ThreadView
     waker: Any                    # ThreadView, or None: the wait ends here
-    kind: str                     # EDGE_KINDS in edges.py
+    kind: Any                     # a vocab.EdgeKind, or the registry.M of a mechanism's edge
     facts: Dict[str, Any] = field(default_factory=dict)
     findings: List[Finding] = field(default_factory=list)   # said when the walk takes this edge
     guess: bool = False           # a likely waker, not a known one: never closes a cycle

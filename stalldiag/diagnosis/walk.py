@@ -17,7 +17,7 @@ from .views import waited_targets, waits_by_design, writes_pipe
 from ..knowledge.roles import runs_dispatched_task
 from .types import Edge, Finding
 from .registry.names import M
-from ..vocab import Kind
+from ..vocab import EdgeKind, Kind
 
 MAX_CHAIN = 8
 
@@ -40,14 +40,14 @@ class Walk:
     def tool_of(self, view):
         """The compiler the chain's end drives (a compiling thread stays the end of the walk)."""
         end = self.end
-        if end is None or end.kind != "compiler" or self.chain[-1] is not view:
+        if end is None or end.kind != EdgeKind.COMPILER or self.chain[-1] is not view:
             return None
         return end.facts.get("tool")
 
     @property
     def workers(self):
         """The DataLoader workers the walk went to, or []."""
-        edge = next((e for e in self.into if e is not None and e.kind == "workers"), None)
+        edge = next((e for e in self.into if e is not None and e.kind == EdgeKind.WORKERS), None)
         return edge.facts["workers"] if edge else []
 
 
@@ -125,7 +125,7 @@ def undrained_pipe(g, walk):
     reader, the next step, holds it and does not drain it (it sleeps, is stopped, or waits on
     something else: the writer itself, when the reader joins it)."""
     for edge in walk.into[1:] + [walk.end]:
-        if edge is None or edge.kind != "peer" or edge.facts.get("via") != "pipe" or edge.waker is None:
+        if edge is None or edge.kind != EdgeKind.PEER or edge.facts.get("via") != "pipe" or edge.waker is None:
             continue
         writer, reader = edge.waiter, edge.waker
         if not writes_pipe(writer) or not stuck(writer) or reader.kind in (Kind.CPU, Kind.COMPILE, Kind.IO) \
@@ -185,7 +185,7 @@ def _shared_pipe(g, edge):
     """A pipe edge whose writing end other processes hold too (a parent keeps both ends of every
     pipe it made for its children): the waker is one possible writer, not the one, so the edge
     cannot close a cycle."""
-    if edge is None or edge.kind != "peer" or edge.facts.get("via") != "pipe" or writes_pipe(edge.waiter):
+    if edge is None or edge.kind != EdgeKind.PEER or edge.facts.get("via") != "pipe" or writes_pipe(edge.waiter):
         return False   # (a writer blocked on a full pipe waits on its reader, whoever else holds it)
     if edge.facts.get("peers", 1) > 1:
         return True
@@ -218,7 +218,7 @@ def _guess_outside(g, edge):
 def _cycle_kind(ring):
     """A cycle of TCP connections whose ends both wait to receive is a stalled conversation (a
     lost request or reply), not a lock; every other cycle is a deadlock."""
-    if all(e.kind == "peer" and e.facts.get("via") == "tcp" for e in ring):
+    if all(e.kind == EdgeKind.PEER and e.facts.get("via") == "tcp" for e in ring):
         return M.CONNECTION_STALL
     return M.DEADLOCK
 

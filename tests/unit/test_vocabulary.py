@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from stalldiag.diagnosis import kinds
-from stalldiag.vocab import Category, Condition, Kind, Level, ProgressState, Role, RoleKind, rank_of
+from stalldiag.diagnosis.explain import EDGE_WORDS
+from stalldiag.diagnosis.registry import M
+from stalldiag.vocab import Category, Condition, EdgeKind, Kind, Level, ProgressState, Role, RoleKind, rank_of
 
 PACKAGE = Path(__file__).resolve().parents[2] / "stalldiag"
 READERS = sorted((PACKAGE / "diagnosis").rglob("*.py")) + sorted((PACKAGE / "render").rglob("*.py")) + \
@@ -28,6 +30,8 @@ HOLDERS = [
     (re.compile(r"^(?!.*\b(edge|e|link)\b)[\w\.\[\]\(\)-]*\b(view|v|culprit|focus|root|current|holder|thread|t|nxt|w|"
                 r"main|waiter|reader|writer|o|row|waker)\.(kind|kernel_kind|frame_kind)$"), Kind),
     (re.compile(r"roles\.get\(|roles\[|^role$|\.role$"), RoleKind),
+    # an edge's kind (edge.kind, e.kind, walk.into[i].kind, walk.out_of(v).kind, walk.end.kind)
+    (re.compile(r"^(edge|e|step|end|[\w\.]*\.end|[\w\.]*into\[[^]]*\]|[\w\.]*out_of\([^)]*\))\.kind$"), EdgeKind),
 ]
 
 
@@ -60,7 +64,8 @@ def test_the_counter_finds_a_bare_word(tmp_path):
     planted.write_text('if decision.category == "sleep" or view.state.condition in ("stopped", "x"):\n    pass\n'
                        'if culprit.kind == "lock" and edge.kind == "child":\n    pass\n'
                        'if g.roles.get(pid) == "compiler":\n    pass\n')
-    assert sorted(word for *_rest, word in literal_comparisons([planted])) == ["compiler", "lock", "sleep", "stopped"]
+    assert sorted(word for *_rest, word in literal_comparisons([planted])) == ["child", "compiler", "lock", "sleep",
+                                                                                 "stopped"]
 
 
 def test_no_role_is_parsed_back_from_its_text():
@@ -78,12 +83,18 @@ def test_a_role_is_its_text_with_its_rank_as_a_number():
     assert copy.deepcopy(outside) == outside and copy.deepcopy(rank).rank == 3
 
 
+def test_every_edge_kind_is_said_in_words():
+    assert all(isinstance(kind, (EdgeKind, M)) for kind in EDGE_WORDS)
+    assert set(EdgeKind) <= set(EDGE_WORDS)
+
+
 def test_every_thread_kind_has_its_row_and_every_row_its_member():
     assert [row.name for row in kinds.KINDS] == list(Kind)
     assert all(isinstance(row.name, Kind) and isinstance(row.root, Category) for row in kinds.KINDS)
 
 
-@pytest.mark.parametrize("member", list(Category) + list(Level) + list(ProgressState) + list(Condition) + list(Kind))
+@pytest.mark.parametrize("member", list(Category) + list(Level) + list(ProgressState) + list(Condition) + list(Kind) + list(EdgeKind)
+                         + list(RoleKind))
 def test_a_member_is_its_own_text_everywhere(member):
     text = member.value
     assert member == text and hash(member) == hash(text)
