@@ -85,10 +85,13 @@ class Context:
     (probes/threads.py: the record of every process watched, which every probe reads), and the
     Sections of the probes stopped so far."""
 
-    def __init__(self, config, sampler, notice=None):
+    def __init__(self, config, sampler, notice=None, provisional=None):
         self.config = config
         self.sampler = sampler
         self.notice = notice or (lambda message: None)
+        # the session's provisional walk of the window so far (a probe never runs the diagnosis
+        # itself): ctx -> (pids on the chain or None, whether a closed mechanism settles it)
+        self._provisional = provisional
         self.t = None                 # the /proc sample taken at this turn of the loop, if any
         self.thread_count = 0         # threads of the live processes at the last sample
         self.skipped_children = 0     # without --children: the target's children not inspected
@@ -110,6 +113,13 @@ class Context:
 
     def now(self):
         return time.monotonic() - self.sampler.t0
+
+    def provisional_chain(self):
+        """(pids on a provisional verdict's chain, or None; whether a closed mechanism already
+        settles it), made once per window by the function the session gave (None: not made)."""
+        if not hasattr(self, "_chain"):
+            self._chain = (None, False) if self._provisional is None else self._provisional(self)
+        return self._chain
 
     def watch(self, pid, role_hint):
         """Sample one more process (a lock holder, a waker outside the tree): its record, or None

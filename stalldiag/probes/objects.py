@@ -204,32 +204,11 @@ class ObjectsSection(Section):
 
 
 def chain_pids(ctx):
-    """The processes on the wait-for chain of a provisional diagnosis of what the probes saw so far
-    (its walk: 15 ms on an 8 x 12 tree), or None when it cannot be made: the objects that decide a
-    verdict are those of the chain, and a dump of every other process would cost the target and us."""
-    return _provisional(ctx)[0]
-
-
-def _provisional(ctx):
-    """(pids on the chain or None, whether a closed mechanism already settles it), made once per
-    window (the objects and native probes ask)."""
-    if not hasattr(ctx, "provisional"):
-        ctx.provisional = _walk_window(ctx)
-    return ctx.provisional
-
-
-def _walk_window(ctx):
-    from .. import capture, procfs
-    from ..diagnosis import settled_by_walk, walk_of
-    try:
-        window = {"start": ctx.wall_start, "duration_s": round(ctx.now(), 3), "samples": ctx.sampler.ticks,
-                  "clock_tick": procfs.CLK_TCK, "rate_hz": ctx.config.rate}
-        request = {"pid": ctx.config.pid, "children": ctx.config.children, "duration_s": ctx.config.duration}
-        provisional = capture.build({}, request, window, list(ctx.sections.values()), cleaned=False)
-        walk = walk_of(provisional)
-    except Exception:   # noqa: BLE001 - a provisional verdict that fails leaves the choice to the caps
-        return None, False
-    return ({view.pid for view in walk.chain} if walk is not None else set()), settled_by_walk(walk)
+    """The processes on the wait-for chain of a provisional diagnosis of what the probes saw so far,
+    or None when it cannot be made (the session makes it: Context.provisional_chain): the objects
+    that decide a verdict are those of the chain, and a dump of every other process would cost the
+    target and us."""
+    return ctx.provisional_chain()[0]
 
 
 class ObjectsProbe(StackWaitProbe):
@@ -246,7 +225,7 @@ class ObjectsProbe(StackWaitProbe):
         profiles, frames = (stacks.profiles, stacks.frames) if stacks else ({}, [])
         if not waiting_threads(live, profiles, frames):
             return self.Section([], None)
-        on_chain, settled = _provisional(ctx)
+        on_chain, settled = ctx.provisional_chain()
         if settled:
             # (a cycle of stuck threads or an undrained pipe decides it: no dump of the target)
             return self.Section(["objects: not read, the wait-for chain ends at a mechanism its kernel facts "

@@ -29,6 +29,15 @@ def test_the_diagnosis_imports_only_itself_the_knowledge_tables_and_the_vocabula
                 assert not any(alias.name.startswith("stalldiag") for alias in node.names), path.name
 
 
+def test_no_probe_runs_the_diagnosis():
+    # (a probe that wants the chain's processes asks Context.provisional_chain: the session made it)
+    for path in sorted((ROOT / "stalldiag" / "probes").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert not (node.module or "").startswith("diagnosis") and "diagnosis" not in (node.module or ""), \
+                    "%s imports %s" % (path.name, node.module)
+
+
 def _views_state(g):
     return [copy.deepcopy({k: v for k, v in vars(view).items() if k != "state"}) for view in g.views]
 
