@@ -260,9 +260,6 @@ def interpreter(minor):
 # Cases of the real-framework corpus (fixtures/real/) whose recorded verdict is still wrong, and why:
 # a strict xfail in tests/replay/test_real_corpus_replay.py; never in the live layer's default set.
 KNOWN_WRONG_CORPUS = {
-    "flask_healthy": "a healthy client that sleeps 20 ms between requests, 98% of the window asleep: said as work "
-                     "paced by short sleeps, cpu (its writer files the exchange under the network; the request "
-                     "itself takes under a millisecond, no 5 Hz sample catches it); not a false alarm (cannot tell)",
     "requests_retry_backoff": "urllib3's Retry with back-off around a failing GET: the network's retry loop at "
                               "medium, sleep named as the alternative (the contested row; its writer files it "
                               "under sleep)",

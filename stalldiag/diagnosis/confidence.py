@@ -210,6 +210,10 @@ def _agreement(scene, decision, c):
 
 
 def _sampling(g, culprit, root, c):
+    if culprit is not None and culprit.paced:
+        # what it does between its short sleeps is read from the few samples that caught it awake
+        c.cap(Level.MEDIUM, "the culprit's work between short sleeps is read from the samples that caught it awake")
+        c.settle.append("--syscalls exact, to count the calls it makes between its sleeps")
     if not culprit.n_samples:
         c.cap(Level.LOW, "the culprit was never sampled")
     elif culprit.n_samples < MIN_SAMPLES:

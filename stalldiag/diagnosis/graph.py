@@ -485,7 +485,8 @@ def paced_work(view, state):
     requests, a writer between commits) is caught in the sleep by most /proc samples, yet it wakes
     hundreds of times a second and spends a real share of a core: the sleeps pace the work, they
     do not hold it (state._woken_loop is the same rate with no CPU: a timed wait in a loop). Its
-    work is storage where it was caught in storage waits, else CPU."""
+    work is the network or storage where its Python stacks caught it in such a call, storage where
+    it was caught in storage waits, else CPU."""
     if view.kernel_kind != Kind.SLEEP or view.kind != Kind.SLEEP or state.condition in (Condition.STOPPED, Condition.TRACED, Condition.FROZEN):
         return None
     wall, cpu = state.numbers.get("wall_s"), state.numbers.get("cpu_share") or 0
@@ -493,6 +494,10 @@ def paced_work(view, state):
     if not wall or woken / wall < PACED_RATE or cpu < PACED_CPU_SHARE:
         return None
     awake = _awake_share(state) or cpu
+    if view.frame_kind in (Kind.NETWORK, Kind.IO):
+        # its Python stacks caught its work in a call on the network or storage (a request between
+        # the sleeps that pace a client): that is its work, whatever the 5 Hz samples missed
+        return view.frame_kind, awake
     if view.kernel_kinds.get("io", 0) >= STORAGE_SAMPLES:
         return "io", max(_storage_share(view, awake), view.kernel_kinds["io"] / max(view.n_samples, 1))
     return "cpu", awake
