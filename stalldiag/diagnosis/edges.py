@@ -36,7 +36,7 @@ from .locks import (futex_word, held_in_window, held_locks, holds_same, lock_int
                     shared_futex)
 from .motion import STUCK_SHARE, streams_in, stuck
 from .objects import not_read as object_not_read, unending
-from .polls import PROCESS_DIED, died_threads, feeder_failed
+from .polls import died_pool_workers, died_threads, feeder_failed
 from . import kinds
 from .threads import THREAD_WAIT_KINDS
 from .types import Edge, Finding
@@ -592,7 +592,7 @@ def dying_pool_workers(g, view):
     the pool's initializer, at an import) and the pool starts another, for ever.  (A pool with
     maxtasksperchild replaces workers too, but they exit cleanly, with no traceback.)"""
     exited = g.exited_children(view.pid)
-    died = [(name, error) for name, error in died_threads(g, view.pid, PROCESS_DIED) if "PoolWorker" in name]
+    died = died_pool_workers(g, view.pid)
     if len(exited) < DYING_WORKERS or not died:
         return None
     return Edge(view, None, M.POOL_WORKERS_DYING, findings=[Finding.about(

@@ -77,6 +77,30 @@ def died_threads(g, pid, header=THREAD_DIED):
     return [(name, error) for name, error in found if error]
 
 
+POOL_WORKER_FRAME = re.compile(r'multiprocessing[/\\]pool\.py", line \d+, in worker$')
+
+
+def died_pool_workers(g, pid):
+    """[(worker name, the exception's line)] of multiprocessing.Pool workers the process's output
+    says died: each "Process ForkPoolWorker-N:" traceback, or, where two workers died at once and
+    their headers came first and fell out of the lines read, a traceback through the pool's worker
+    function ("a pool worker")."""
+    named = [(name, error) for name, error in died_threads(g, pid, PROCESS_DIED) if "PoolWorker" in name]
+    if named:
+        return named
+    from .retry import output_lines
+    found, in_worker = [], False
+    for line in output_lines(g, pid):
+        if line.startswith("Traceback"):
+            in_worker = False
+        elif POOL_WORKER_FRAME.search(line.strip()):
+            in_worker = True
+        elif in_worker and not line.startswith((" ", "\t")) and EXCEPTION_LINE.match(line):
+            found.append(("a pool worker", line.strip()))
+            in_worker = False
+    return found
+
+
 def feeder_failed(g, pids):
     """The exception line of the last traceback, in these processes' output, that went through
     a multiprocessing queue's feeder thread (`_feed`): a message the queue dropped, or None."""
