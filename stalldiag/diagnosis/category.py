@@ -27,7 +27,8 @@ from . import kinds
 from .kinds import CATEGORIES, SUMMARY  # noqa: F401  (the category table's names: declared with the kinds)
 from .hot import busy_waits_on_children
 from .motion import runaway, streams_in
-from .views import is_lock_file, writes_pipe
+from .threads import THREAD_WAIT_KINDS
+from .views import is_lock_file, waits_by_design, waits_for_its_turn, writes_pipe
 from .registry.names import M
 from ..vocab import Category, Condition, EdgeKind, Kind, rank_of, RoleKind
 
@@ -66,6 +67,10 @@ def root_kind(d, view):
         return "retry"
     if streams_in(view, d.procs.get(view.pid)):
         return "pipe-stream"
+    if view.kind in THREAD_WAIT_KINDS and waits_for_its_turn(view):
+        # a framework's loop waiting, with a timeout, for its next turn (a scheduler's next job)
+        # and coming back to it in the window: idle by design, not a lock nobody releases
+        return Kind.POLL
     if view.kind == Kind.CPU and busy_waits_on_children(view):
         return "child-poll"
     if view.kind == Kind.CPU and _gpu_saturated(d, view):
@@ -106,7 +111,10 @@ def boundary_of(d, walk):
             # a client waits on the server at the other end of its connection, which is stopped
             # (a child of it or not): the wait is the network's, the stop is why
             return "connection", index
-        if edge.kind == EdgeKind.PEER and edge.facts.get("via") == "tcp" and _outside(d, nxt) and not _outside(d, view):
+        if edge.kind == EdgeKind.PEER and edge.facts.get("via") == "tcp" and _outside(d, nxt) and not _outside(d, view) \
+                and not waits_by_design(view):
+            # (an event loop or a server waiting on a connection whose other end is outside is the
+            # server side of it: its client is outside, not a server it sent a request to)
             # a request the job sent to a server outside it (a tracking service, a feature
             # store): whatever the server's handler waits on, the job waits on the network, and
             # the handler's wait is where the request is, not a lock or a sleep of the job's

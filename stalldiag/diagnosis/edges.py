@@ -30,7 +30,7 @@ from collections import Counter
 from ..knowledge import frames as frame_table
 from ..knowledge.frames import LOCK_WITH
 from .views import (ACTIVITY_RANK, STRAGGLER_MARGIN, REPLACEMENT_GAP_S, accepting, co_waiter, idle_helper,
-                    in_file_lock, library_only, stuck_handler, waited_targets, waits_by_design)
+                    in_file_lock, library_only, stuck_handler, waited_targets, waits_by_design, waits_for_its_turn)
 from ..knowledge.roles import dispatch_wait, runs_user_code
 from .locks import (futex_word, held_in_window, held_locks, holds_same, lock_intent, self_held,
                     shared_futex)
@@ -313,6 +313,8 @@ def orphaned_wait(g, view, co_waiters):
     Python thread is stuck in the same wait (parties at a barrier, tasks waiting on tasks of
     their own pool) or stuck in a wait of its own; the thread that would end it died (an
     exception ends a thread quietly) or never started."""
+    if waits_for_its_turn(view):
+        return None   # a framework's loop waiting for its next turn (a scheduler's next job): by design
     threads = g.by_pid.get(view.pid, [])
     python = [v for v in threads if v is not view and v.top_stack]
     stuck_too = [v for v in python if v not in co_waiters and stuck(v) and v.kind in THREAD_WAIT_KINDS + ("lock",)]

@@ -104,3 +104,20 @@ def is_lock_file(wait):
     """A file a sleep loop polls is a lock file: a locking library's loop, or a lock's name."""
     path = (wait.path or "").lower()
     return wait.library not in (None, "user code") or path.endswith(frame_table.LOCK_FILE_SUFFIXES)
+
+
+# roles whose wait is for their own next turn (a timeout they set), not for work someone hands them
+TURN_ROLES = ("scheduler-loop", "process-manager", "progress-monitor")
+
+
+def waits_for_its_turn(view):
+    """A framework's loop in its timed wait for its next turn (a scheduler's next job, a process
+    manager's next check of its workers) that came back to it in the window: idle by design."""
+    row = role_of(view.top_stack) if view.top_stack else None
+    return row is not None and row.role in TURN_ROLES and woken_timed_wait(view)
+
+
+def woken_timed_wait(view):
+    """A wait with a timeout that the thread came back to in the window (it woke, went on, and waits
+    again): a scheduler's or a poll loop's wait for its next turn, which nobody needs to end."""
+    return view.timed_wait and ((view.thread.ctx or {}).get("voluntary") or 0) >= 1

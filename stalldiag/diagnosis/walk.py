@@ -70,8 +70,12 @@ def walk(g, focus):
             # the focus is a framework's idle thread (a Dask worker's event loop, a server's loop):
             # the work is where its process runs a task, not at the peers it idles with
             # (work_in_flight's edges into the focus's own tree are the known ones, not guesses)
+            # (a stopped child counts as a task it runs, unless it is the server at the other end
+            # of a connection the focus waits on: then the connection is the wait)
+            servers = {pid for target in waited_targets(current) for pid in g.other_end(target, g.tcp_peers)}
             local = [e for e in edge_finders.work_in_flight(g, current)
-                     if (e.waker.pid == current.pid or not e.guess) and runs_dispatched_task(e.waker.top_stack)]
+                     if (e.waker.pid == current.pid or not e.guess)
+                     and (runs_dispatched_task(e.waker.top_stack) or g.halted(e.waker) and e.waker.pid not in servers)]
             candidates = local + [e for e in candidates if e not in local]
         if not candidates and current.kind not in edge_finders.WORKING_KINDS \
                 and edge_finders.dispatch_wait(current.top_stack):

@@ -85,6 +85,14 @@ ROLES = (
        "a client connecting", "werkzeug/serving.py: BaseWSGIServer.serve_forever is socketserver's"),
     _R("uvicorn", r"uvicorn/server\.py$", r"^(Server\.)?(serve|_serve|main_loop)$", "event-loop",
        "a request, on the loop it serves from", "uvicorn/server.py: Server.main_loop ticks every 0.1 s"),
+    _R("gunicorn", r"gunicorn/arbiter\.py$", r"^(Arbiter\.)?(wait_for_signals|sleep|run)$", "process-manager",
+       "a signal, or its next check of the workers, every second (the requests are the workers')",
+       "gunicorn/arbiter.py: Arbiter.run loops on wait_for_signals (SIG_QUEUE.get, timeout 1.0; sleep's "
+       "select on its pipe in older releases), then murders and spawns workers"),
+    _R("apscheduler", r"apscheduler/schedulers/blocking\.py$", r"^(BlockingScheduler\.)?_main_loop$",
+       "scheduler-loop", "the next job's run time (its event, set by a new job or a wake-up)",
+       "apscheduler/schedulers/blocking.py: BlockingScheduler._main_loop waits on _event with the seconds "
+       "until the next run, then _process_jobs hands the jobs to the executor"),
 )
 
 
