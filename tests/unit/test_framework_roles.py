@@ -66,3 +66,21 @@ def test_output_that_only_reports_failures_is_no_progress():
     steps = ["step 10 loss 2.31", "step 20 loss 2.12"]
     assert only_failures(steps, len(steps[-1]) + 1) is None
     assert only_failures(lines, 10_000) is None     # (the kept lines do not cover what was written)
+
+
+def test_a_loop_waiting_for_its_next_turn_has_its_role_as_the_frameworks_source_has_it():
+    import inspect
+
+    import pytest
+    scheduler = [("Event.wait", LIB + "threading.py", 629),
+                 ("BlockingScheduler._main_loop", SITE + "apscheduler/schedulers/blocking.py", 28),
+                 ("BaseScheduler.start", SITE + "apscheduler/schedulers/base.py", 217)]
+    assert role_of(scheduler).role == "scheduler-loop"
+    arbiter = [("Queue.get", LIB + "queue.py", 180), ("Arbiter.wait_for_signals", SITE + "gunicorn/arbiter.py", 425),
+               ("Arbiter.run", SITE + "gunicorn/arbiter.py", 246)]
+    assert role_of(arbiter).role == "process-manager"
+    # the rows read the installed frameworks' code (requirements-test.txt installs both)
+    blocking = pytest.importorskip("apscheduler.schedulers.blocking")
+    assert "self._event.wait(wait_seconds)" in inspect.getsource(blocking.BlockingScheduler._main_loop)
+    arbiter_module = pytest.importorskip("gunicorn.arbiter")
+    assert "timeout" in inspect.signature(arbiter_module.Arbiter.wait_for_signals).parameters
