@@ -27,7 +27,8 @@ LIVE_ALL = os.environ.get("STALLDIAG_LIVE_REAL") == "all"
 DEFAULT = {"dask_event", "datasets_flock", "sklearn_worker_stopped", "numpy_thread_died", "pip_build_lock",
            "lightning_rank0_stopped", "joblib_task_flock", "torch_dl_worker_stopped", "hf_trainer_dl_worker_stopped",
            "aiohttp_handler_blocking_upstream", "flask_handler_event", "sqla_sqlite_locked_by_thread",
-           "aiohttp_healthy", "matmul_healthy"}
+           "aiohttp_healthy", "matmul_healthy", "apscheduler_healthy", "tornado_subprocess_stopped",
+           "joblib_healthy"}
 assert not DEFAULT & set(KNOWN_WRONG_CORPUS)
 
 
