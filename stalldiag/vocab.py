@@ -1,9 +1,10 @@
 """The report's closed vocabularies, as string enums a type checker sees.
 
 A verdict's category, its confidence level, the progress state, the condition the state model
-finds a thread in, a thread's kind and a process's role are each one of a few words, written into the JSON report and compared by every
-rule that reads them.  Each is declared here once; the code compares members (`Category.SLEEP`),
-never the bare text, and a test (tests/unit/test_vocabulary.py) counts the literals left.
+finds a thread in, a thread's kind, an edge's kind and a process's role are each one of a few
+words, written into the JSON report and compared by every rule that reads them.  Each is declared
+here once; the code compares members (`Category.SLEEP`), never the bare text, and a test
+(tests/unit/test_vocabulary.py) counts the literals left.
 
 A member *is* its text (a `str`): it compares, hashes, formats and serialises as the word itself,
 so the JSON report, the saved captures and the sentences are unchanged, and a word read back from a

@@ -8,7 +8,7 @@ set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-session}; mkdir -p "$OUT"
 export PYTHONPATH=/tmp/site:$PWD:${PYTHONPATH:-} PATH=/tmp/site/bin:$PATH
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 3
+[ -x /tmp/site/bin/py-spy ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 3
 start=$(date +%s)
 if [ "${IMAGENET:-1}" = 1 ]; then
   OUT="$OUT/imagenet" LOGS="$OUT/imagenet/logs" RUNS=3 DURATION=${IMAGENET_S:-6} bash tools/gpu_imagenet.sh

@@ -111,13 +111,13 @@ def boundary_of(d, walk):
             # a client waits on the server at the other end of its connection, which is stopped
             # (a child of it or not): the wait is the network's, the stop is why
             return "connection", index
-        if edge.kind == EdgeKind.PEER and edge.facts.get("via") == "tcp" and _outside(d, nxt) and not _outside(d, view) \
+        if edge.kind == EdgeKind.PEER and edge.facts.get("via") == "tcp" and d.outside(nxt) and not d.outside(view) \
                 and not waits_by_design(view):
-            # (an event loop or a server waiting on a connection whose other end is outside is the
-            # server side of it: its client is outside, not a server it sent a request to)
             # a request the job sent to a server outside it (a tracking service, a feature
             # store): whatever the server's handler waits on, the job waits on the network, and
-            # the handler's wait is where the request is, not a lock or a sleep of the job's
+            # the handler's wait is where the request is, not a lock or a sleep of the job's (an
+            # event loop or a server waiting on such a connection is its server side: its client
+            # is outside, not a server it asked)
             return "connection-outside", index
         if edge.kind == EdgeKind.PEER and edge.facts.get("via") == "pipe" and view.kind == Kind.PIPE \
                 and not writes_pipe(view) and nxt.kind == Kind.SLEEP and not d.halted(nxt):
@@ -132,11 +132,6 @@ def boundary_of(d, walk):
     if any(v.kind == Kind.COMPILE for v in chain):
         return "compile", next(i for i, v in enumerate(chain) if v.kind == Kind.COMPILE)
     return None, None
-
-
-def _outside(d, view):
-    proc = d.procs.get(view.pid)
-    return proc is not None and bool(proc.outside_tree)
 
 
 def python_lock_wait(waiter, holder):
@@ -157,6 +152,7 @@ class Decision:
       culprit    the root of the wait-for chain (walk.root)
       root       the culprit's kind, refined by its role and what it polls (root_kind)
       link       the first boundary link's kind (BOUNDARIES), or None
+      link_at    the chain's index of the thread that waits across that link, or None
       mechanism  the finding a verdict rests on (registry: the first found of the deciding rows)
       basis      what the category rests on: "mechanism" (a registry row decided it, or the
                  verdict rests on one), "halted" (the kernel's state of the culprit), "root" (a
@@ -172,6 +168,7 @@ class Decision:
     link: Optional[str]
     mechanism: Any
     basis: str
+    link_at: Optional[int] = None
 
 
 def decide_category(scene, findings):
@@ -191,7 +188,7 @@ def decide_category(scene, findings):
     mechanism = table.deciding(findings)
     category, through = _category(g, walk, findings, kind, link)
     return Decision(Category(category), through, culprit, kind, link, mechanism,
-                    _basis(g, culprit, kind, link, mechanism, category))
+                    _basis(g, culprit, kind, link, mechanism, category), link_at=index)
 
 
 def _category(g, walk, findings, kind, link):

@@ -413,6 +413,11 @@ class WaitGraph:
     def halted(self, view):
         return self.halt_state(view) is not None
 
+    def outside(self, view):
+        """A thread of a process outside the inspected tree (a lock's holder, a server the job talks to)."""
+        proc = self.procs.get(view.pid)
+        return proc is not None and bool(proc.outside_tree)
+
     def descendants(self, pid):
         children = {}
         for proc in self.procs.values():
@@ -444,7 +449,7 @@ def _kind_from_state(view):
         view.rekind("cpu", view.activity.get("running", 0) / view.n_samples)
     if state.condition == Condition.SPINNING:
         view.kind, view.share = state.target, max(view.share, view.kernel_share)
-    elif state.condition in (Condition.STOPPED, Condition.TRACED, Condition.FROZEN):
+    elif state.halted:
         view.kind = "stopped" if state.condition != Condition.FROZEN else "frozen"
     elif state.condition == Condition.STORAGE and view.kind not in (Kind.IO, Kind.DATALOADER, Kind.COMPILE):
         view.kind = "io"
@@ -469,10 +474,9 @@ def _kind_from_state(view):
         view.share = min(view.share, max(0.0, 1.0 - awake))
     paced = paced_work(view, state)
     if paced:
-        view.rekind(*paced)
+        kind, share, view.paced = paced
+        view.rekind(kind, share)
         view.scheduled_share = awake
-        view.paced = ((view.thread.ctx or {}).get("voluntary", 0) / state.numbers["wall_s"],
-                      state.numbers.get("cpu_share") or 0)
 
 
 PACED_RATE = 50.0        # sleeps ended a second (voluntary switches) ...
@@ -480,27 +484,28 @@ PACED_CPU_SHARE = 0.05   # ... with at least this much of a core between them: w
 
 
 def paced_work(view, state):
-    """(kind, share) of the work a thread does between short sleeps, else None.  A loop that sleeps
+    """(kind, share, (wakes a second, CPU share)) of the work a thread does between short sleeps,
+    else None.  A loop that sleeps
     a few milliseconds between units of work (a dataset's simulated decode, a client pacing its
     requests, a writer between commits) is caught in the sleep by most /proc samples, yet it wakes
     hundreds of times a second and spends a real share of a core: the sleeps pace the work, they
     do not hold it (state._woken_loop is the same rate with no CPU: a timed wait in a loop). Its
     work is the network or storage where its Python stacks caught it in such a call, storage where
     it was caught in storage waits, else CPU."""
-    if view.kernel_kind != Kind.SLEEP or view.kind != Kind.SLEEP or state.condition in (Condition.STOPPED, Condition.TRACED, Condition.FROZEN):
+    if view.kernel_kind != Kind.SLEEP or view.kind != Kind.SLEEP or state.halted:
         return None
     wall, cpu = state.numbers.get("wall_s"), state.numbers.get("cpu_share") or 0
-    woken = (view.thread.ctx or {}).get("voluntary") or 0
-    if not wall or woken / wall < PACED_RATE or cpu < PACED_CPU_SHARE:
+    rate = ((view.thread.ctx or {}).get("voluntary") or 0) / wall if wall else 0
+    if rate < PACED_RATE or cpu < PACED_CPU_SHARE:
         return None
     awake = _awake_share(state) or cpu
     if view.frame_kind in (Kind.NETWORK, Kind.IO):
         # its Python stacks caught its work in a call on the network or storage (a request between
         # the sleeps that pace a client): that is its work, whatever the 5 Hz samples missed
-        return view.frame_kind, awake
+        return view.frame_kind, awake, (rate, cpu)
     if view.kernel_kinds.get("io", 0) >= STORAGE_SAMPLES:
-        return "io", max(_storage_share(view, awake), view.kernel_kinds["io"] / max(view.n_samples, 1))
-    return "cpu", awake
+        return Kind.IO, max(_storage_share(view, awake), view.kernel_kinds["io"] / max(view.n_samples, 1)), (rate, cpu)
+    return Kind.CPU, awake, (rate, cpu)
 
 
 NATIVE_POOL_RUNNING = 0.3   # share of samples on a CPU or runnable of a native pool's worker

@@ -154,9 +154,9 @@ def generic(scene, decision):
             first_framework_frame(focus) or "a GPU sync at %s" % frame_text(focus.user_frame()),
             g.roles.get(culprit.pid), culprit.label, doing(culprit, tool), where)
     elif decision.link == "connection-outside":
-        text = _outside_server_text(scene, head)
+        text = _outside_server_text(scene, decision, head)
     elif decision.link == "slow-feed":
-        reader, writer = _across_boundary(scene)
+        reader, writer = _across_boundary(scene, decision)
         text = "Waiting for input: %s at %s reads a pipe whose writer, %s, sleeps%s at %s: the input comes as " \
                "fast as the writer writes" % (
                    reader.label, frame_text(reader.user_frame()), process_text(g.procs[writer.pid]),
@@ -170,23 +170,22 @@ def generic(scene, decision):
     return text
 
 
-def _outside_server_text(scene, head):
+def _outside_server_text(scene, decision, head):
     """"Waiting on the network: <client> waits for a reply from <server>, outside the job; <where
     the request is>: <the server's thread> is <doing>": a request the job sent to a server it did
     not start, led by the job's own wait (the server's handler is where the request is)."""
     g = scene.g
-    client, server = _across_boundary(scene)
+    client, server = _across_boundary(scene, decision)
     where = _request_words(g, client)
     blocked = blocking_text(server)
     doing_there = ("waiting %s, at %s" % (blocked.split(";")[0], frame_text(server.user_frame()))) if blocked \
         else doing(server, scene.walk.tool_of(server))
-    return "%s: %s at %s waits for a reply from %s%s; there %s is %s" % (
-        head, client.label, frame_text(client.user_frame()), process_text(g.procs[server.pid]) + ", outside the job", where, server.label, doing_there)
+    return "%s: %s at %s waits for a reply from %s, outside the job%s; there %s is %s" % (
+        head, client.label, frame_text(client.user_frame()), process_text(g.procs[server.pid]), where, server.label,
+        doing_there)
 
 
-def _across_boundary(scene):
+def _across_boundary(scene, decision):
     """(the thread that waits, the thread it waits on) at the walk's first boundary link."""
-    from .category import boundary_of
-    index = boundary_of(scene.g, scene.walk)[1]
-    return scene.chain[index], scene.chain[index + 1]
+    return scene.chain[decision.link_at], scene.chain[decision.link_at + 1]
 

@@ -82,7 +82,7 @@ def walk(g, focus):
             # a framework's call waits for work it handed out (a task, a map's chunk): follow it
             # to the thread running it, past the framework's idle threads
             candidates = edge_finders.work_in_flight(g, current)
-        if _outside(g, current):
+        if g.outside(current):
             # past the job's edge (a server it talks to), only proven edges go on: a guess at
             # which of a server's threads ends another's wait is not evidence about the job
             candidates = [e for e in candidates if not _guess_outside(g, e)]
@@ -208,15 +208,10 @@ def _woken(g, view):
     return woke is not None and duration > 0 and woke >= WOKEN_PER_S * duration
 
 
-def _outside(g, view):
-    proc = g.procs.get(view.pid)
-    return proc is not None and bool(proc.outside_tree)
-
-
 def _guess_outside(g, edge):
     """A guessed edge to a thread of a process outside the job (a server the job talks to, whose
     busy sibling thread is only a guess): a cycle through it is not proven."""
-    return edge is not None and edge.guess and edge.waker is not None and _outside(g, edge.waker)
+    return edge is not None and edge.guess and edge.waker is not None and g.outside(edge.waker)
 
 
 def _cycle_kind(ring):
